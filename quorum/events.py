@@ -1,0 +1,412 @@
+"""The event contract: every record that goes on the events topic, defined once.
+
+The quorum nodes, the synthetic quorum, the collector and the streaming job all
+import this module. Each record type is a frozen dataclass; its fields carry the
+constraints (minimum, allowed values) that validation checks, and the Spark
+schema is derived from the same dataclasses, so nothing is written twice.
+`docs/events.md` describes the contract for people.
+
+Wire format: one compact JSON object per Kafka record, with `type` and
+`version`; the Kafka key is `cluster/topic-partition/replica` so that every
+record about one replica keeps its order inside one Kafka partition.
+Fields added in a later version are ignored by older readers; a record whose
+`version` is newer than this module knows is rejected.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import typing
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Callable, ClassVar
+
+VERSION = 1
+SUPPORTED_VERSIONS = frozenset({1})
+
+ROLES = ("voter", "observer")
+NODE_STATES = ("leader", "follower", "candidate", "voted", "unattached", "resigned", "observer")
+# What the leader did with a Fetch: `valid` ones move the KIP-836 timestamps.
+FETCH_OUTCOMES = (
+    "valid",                    # offset and epoch consistent with the leader's log
+    "diverging",                # answered with DivergingEpoch: the follower must truncate
+    "fenced",                   # request epoch older than the leader's (FENCED_LEADER_EPOCH)
+    "unknown_leader_epoch",     # request epoch newer than the leader's
+    "offset_out_of_range",      # fetch offset beyond the leader's log end or before its start
+    "inconsistent_cluster_id",  # request from another cluster
+    "not_leader",               # reached a node that is not the leader
+)
+# Key segment used for records that describe a whole quorum rather than one replica.
+QUORUM_KEY = "quorum"
+
+# Far-future guard: a record stamped more than this ahead of the reader's clock is rejected
+# when the reader passes its clock to `validate`.
+DEFAULT_MAX_FUTURE_MS = 5 * 60 * 1000
+
+
+class ContractError(ValueError):
+    """A record that breaks the contract; `field` names the offending field."""
+
+    # `code` is a short, low-cardinality label for counting rejects by reason.
+    CODES = ("invalid_json", "not_an_object", "unknown_type", "unsupported_version", "missing_field",
+             "wrong_type", "out_of_range", "bad_value", "inconsistent", "future_timestamp")
+
+    def __init__(self, record_type: str, field_name: str, code: str, reason: str):
+        assert code in self.CODES, code
+        self.record_type = record_type
+        self.field = field_name
+        self.code = code
+        self.reason = reason
+        super().__init__(f"{record_type}.{field_name}: {reason}")
+
+
+def spec(*, minimum: int | None = None, choices: tuple[str, ...] | None = None,
+         default: Any = dataclasses.MISSING, doc: str = "") -> Any:
+    """Declare a field's constraints next to its type."""
+    meta = {"minimum": minimum, "choices": choices, "doc": doc}
+    if default is dataclasses.MISSING:
+        return field(metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+# --- nested ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class ReplicaState:
+    """One replica as DescribeQuorum reports it (KIP-836); -1 means unknown."""
+    replica_id: int = spec(minimum=0, doc="node id")
+    log_end_offset: int = spec(minimum=-1, doc="replica's log end offset as the leader knows it")
+    last_fetch_timestamp_ms: int = spec(minimum=-1, doc="leader time of the replica's last valid fetch")
+    last_caught_up_timestamp_ms: int = spec(minimum=-1, doc="leader time the replica was last caught up")
+
+
+# --- records --------------------------------------------------------------------------------
+# Every record begins with the same location fields; `time_ms` is the emitter's wall clock.
+
+@dataclass(frozen=True, slots=True)
+class Fetch:
+    """Emitted by a leader for each Fetch it handles."""
+    TYPE: ClassVar[str] = "fetch"
+    KEY_FIELD: ClassVar[str] = "replica_id"
+    cluster_id: str = spec(doc="cluster id of the quorum")
+    topic: str = spec(doc="quorum topic, e.g. __cluster_metadata")
+    partition: int = spec(minimum=0, doc="quorum topic partition")
+    time_ms: int = spec(minimum=0, doc="leader wall-clock time when it handled the fetch")
+    leader_id: int = spec(minimum=0, doc="the leader handling the fetch")
+    leader_epoch: int = spec(minimum=0, doc="the leader's epoch")
+    replica_id: int = spec(minimum=0, doc="the fetching replica")
+    replica_role: str = spec(choices=ROLES, doc="voter or observer")
+    fetch_offset: int = spec(minimum=0, doc="FetchOffset of the request")
+    fetch_epoch: int = spec(minimum=0, doc="LastFetchedEpoch of the request")
+    leader_log_end_offset: int = spec(minimum=0, doc="leader's log end offset when the fetch arrived")
+    high_watermark: int = spec(minimum=-1, doc="leader's high watermark after handling it (-1 unknown)")
+    outcome: str = spec(choices=FETCH_OUTCOMES, doc="what the leader answered")
+
+    def check(self) -> None:
+        if self.outcome == "valid" and self.fetch_offset > self.leader_log_end_offset:
+            raise ContractError(self.TYPE, "fetch_offset", "inconsistent",
+                                f"valid fetch beyond the leader's log end offset {self.leader_log_end_offset}")
+        if self.high_watermark > self.leader_log_end_offset:
+            raise ContractError(self.TYPE, "high_watermark", "inconsistent",
+                                f"above the leader's log end offset {self.leader_log_end_offset}")
+
+
+@dataclass(frozen=True, slots=True)
+class Metrics:
+    """Emitted by every node every metrics interval (raft-metrics and KIP-835)."""
+    TYPE: ClassVar[str] = "metrics"
+    KEY_FIELD: ClassVar[str] = "node_id"
+    cluster_id: str = spec(doc="cluster id of the quorum")
+    topic: str = spec(doc="quorum topic")
+    partition: int = spec(minimum=0, doc="quorum topic partition")
+    time_ms: int = spec(minimum=0, doc="node wall-clock time")
+    node_id: int = spec(minimum=0, doc="the reporting node")
+    state: str = spec(choices=NODE_STATES, doc="current-state")
+    leader_id: int = spec(minimum=-1, doc="current-leader (-1 unknown)")
+    epoch: int = spec(minimum=0, doc="current-epoch")
+    log_end_offset: int = spec(minimum=0, doc="log-end-offset")
+    high_watermark: int = spec(minimum=-1, doc="high-watermark (-1 unknown)")
+    last_applied_offset: int = spec(minimum=-1, doc="LastAppliedRecordOffset (-1 none)")
+    last_applied_timestamp_ms: int = spec(minimum=-1, doc="LastAppliedRecordTimestamp: append time of that record")
+    last_committed_offset: int = spec(minimum=-1, doc="LastCommittedRecordOffset (-1 none)")
+    last_applied_lag_ms: int = spec(minimum=-1, doc="LastAppliedRecordLagMs = now - last applied timestamp (-1 none)")
+    voter_set: tuple[int, ...] = spec(doc="the voter ids this node knows")
+    dropped_events_total: int = spec(minimum=0, default=0,
+                                     doc="events this node dropped because the events topic was unreachable")
+
+    def check(self) -> None:
+        if self.last_committed_offset >= 0 and self.last_applied_offset > self.last_committed_offset:
+            raise ContractError(self.TYPE, "last_applied_offset", "inconsistent",
+                                f"above last_committed_offset {self.last_committed_offset}")
+
+
+@dataclass(frozen=True, slots=True)
+class StateChange:
+    """A node's transition between Raft states."""
+    TYPE: ClassVar[str] = "state_change"
+    KEY_FIELD: ClassVar[str] = "node_id"
+    cluster_id: str = spec(doc="cluster id of the quorum")
+    topic: str = spec(doc="quorum topic")
+    partition: int = spec(minimum=0, doc="quorum topic partition")
+    time_ms: int = spec(minimum=0, doc="node wall-clock time of the transition")
+    node_id: int = spec(minimum=0, doc="the node changing state")
+    from_state: str = spec(choices=NODE_STATES, doc="state before")
+    to_state: str = spec(choices=NODE_STATES, doc="state after")
+    epoch: int = spec(minimum=0, doc="epoch after the transition")
+    leader_id: int = spec(minimum=-1, doc="leader after the transition (-1 unknown)")
+    reason: str = spec(doc="why, in a few words")
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumSnapshot:
+    """A DescribeQuorum result, for clusters observed from outside (`quorum collect`)."""
+    TYPE: ClassVar[str] = "quorum_snapshot"
+    KEY_FIELD: ClassVar[str | None] = None
+    cluster_id: str = spec(doc="cluster id of the quorum")
+    topic: str = spec(doc="quorum topic")
+    partition: int = spec(minimum=0, doc="quorum topic partition")
+    time_ms: int = spec(minimum=0, doc="collector wall-clock time of the answer")
+    leader_id: int = spec(minimum=-1, doc="leader (-1 unknown)")
+    leader_epoch: int = spec(minimum=0, doc="leader epoch")
+    high_watermark: int = spec(minimum=-1, doc="high watermark (-1 unknown)")
+    voters: tuple[ReplicaState, ...] = spec(doc="voters with their KIP-836 state")
+    observers: tuple[ReplicaState, ...] = spec(doc="observers with their KIP-836 state")
+    source: str = spec(doc="the bootstrap server that answered")
+
+
+RECORD_TYPES: dict[str, type] = {c.TYPE: c for c in (Fetch, Metrics, StateChange, QuorumSnapshot)}
+Record = Fetch | Metrics | StateChange | QuorumSnapshot
+
+
+# --- field introspection (shared by validation, encoders and the Spark schema) -----------------
+
+@dataclass(frozen=True, slots=True)
+class FieldSpec:
+    name: str
+    kind: str  # string | long | long_list | replica_list
+    minimum: int | None
+    choices: tuple[str, ...] | None
+    required: bool
+    default: Any
+    doc: str
+
+
+_KINDS = {str: "string", int: "long", tuple[int, ...]: "long_list",
+          tuple[ReplicaState, ...]: "replica_list"}
+
+
+@lru_cache(maxsize=None)
+def field_specs(cls: type) -> tuple[FieldSpec, ...]:
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in dataclasses.fields(cls):
+        required = f.default is dataclasses.MISSING
+        out.append(FieldSpec(f.name, _KINDS[hints[f.name]], f.metadata.get("minimum"),
+                             f.metadata.get("choices"), required,
+                             None if required else f.default, f.metadata.get("doc", "")))
+    return tuple(out)
+
+
+def _check_value(record_type: str, fs: FieldSpec, value: Any) -> Any:
+    def bad(reason: str, code: str = "wrong_type") -> ContractError:
+        return ContractError(record_type, fs.name, code, reason)
+
+    if fs.kind == "string":
+        if not isinstance(value, str):
+            raise bad(f"expected string, got {_json_type(value)}")
+        if not value and fs.choices is None:
+            raise bad("empty string", "bad_value")
+        if fs.choices is not None and value not in fs.choices:
+            raise bad(f"not one of {', '.join(fs.choices)} (got {value!r})", "bad_value")
+        return value
+    if fs.kind == "long":
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise bad(f"expected integer, got {_json_type(value)}")
+        if fs.minimum is not None and value < fs.minimum:
+            raise bad(f"below minimum {fs.minimum} (got {value})", "out_of_range")
+        if value >= 2 ** 63:
+            raise bad(f"does not fit in 64 bits (got {value})", "out_of_range")
+        return value
+    if fs.kind == "long_list":
+        if not isinstance(value, list):
+            raise bad(f"expected array of integers, got {_json_type(value)}")
+        for v in value:
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise bad(f"expected non-negative integers, got {v!r}", "bad_value")
+        return tuple(value)
+    if fs.kind == "replica_list":
+        if not isinstance(value, list):
+            raise bad(f"expected array of replica objects, got {_json_type(value)}")
+        return tuple(_from_mapping(ReplicaState, v, f"{record_type}.{fs.name}[]") for v in value)
+    raise AssertionError(fs.kind)
+
+
+def _json_type(value: Any) -> str:
+    return {bool: "boolean", int: "integer", float: "number", str: "string", list: "array",
+            dict: "object", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _from_mapping(cls: type, obj: Any, record_type: str) -> Any:
+    if not isinstance(obj, dict):
+        raise ContractError(record_type, "record", "not_an_object", f"expected object, got {_json_type(obj)}")
+    values = {}
+    for fs in field_specs(cls):
+        if fs.name not in obj:
+            if fs.required:
+                raise ContractError(record_type, fs.name, "missing_field", "missing")
+            values[fs.name] = fs.default
+            continue
+        values[fs.name] = _check_value(record_type, fs, obj[fs.name])
+    return cls(**values)
+
+
+# --- decoding and validation ------------------------------------------------------------------
+
+def from_dict(obj: Any, now_ms: int | None = None,
+              max_future_ms: int = DEFAULT_MAX_FUTURE_MS) -> Record:
+    """Validate a parsed JSON object and build its record; raises ContractError naming the field."""
+    if not isinstance(obj, dict):
+        raise ContractError("record", "record", "not_an_object", f"expected JSON object, got {_json_type(obj)}")
+    rtype = obj.get("type")
+    if not isinstance(rtype, str):
+        raise ContractError("record", "type", "missing_field" if rtype is None else "wrong_type",
+                            "missing" if rtype is None else f"expected string, got {_json_type(rtype)}")
+    cls = RECORD_TYPES.get(rtype)
+    if cls is None:
+        raise ContractError("record", "type", "unknown_type",
+                            f"unknown record type (got {rtype!r}, expected one of {', '.join(RECORD_TYPES)})")
+    version = obj.get("version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise ContractError(rtype, "version", "missing_field" if version is None else "wrong_type",
+                            "missing" if version is None else f"expected integer, got {_json_type(version)}")
+    if version not in SUPPORTED_VERSIONS:
+        raise ContractError(rtype, "version", "unsupported_version", f"unsupported version (got {version})")
+    record = _from_mapping(cls, obj, rtype)
+    if hasattr(record, "check"):
+        record.check()
+    if now_ms is not None and record.time_ms > now_ms + max_future_ms:
+        raise ContractError(rtype, "time_ms", "future_timestamp",
+                            f"in the future ({record.time_ms - now_ms} ms ahead of the reader's clock)")
+    return record
+
+
+def decode(raw: bytes | str, now_ms: int | None = None,
+           max_future_ms: int = DEFAULT_MAX_FUTURE_MS) -> Record:
+    """Parse and validate one record's bytes."""
+    try:
+        obj = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ContractError("record", "record", "invalid_json", f"not valid JSON: {e}") from None
+    return from_dict(obj, now_ms, max_future_ms)
+
+
+def validate(record: Record, now_ms: int | None = None) -> Record:
+    """Check a record built in code (the emitters call this in tests and debug paths)."""
+    return from_dict(to_dict(record), now_ms)
+
+
+# --- encoding -----------------------------------------------------------------------------------
+
+def to_dict(record: Record) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": record.TYPE, "version": VERSION}
+    for fs in field_specs(type(record)):
+        value = getattr(record, fs.name)
+        if fs.kind == "replica_list":
+            value = [dataclasses.asdict(r) for r in value]
+        elif fs.kind == "long_list":
+            value = list(value)
+        out[fs.name] = value
+    return out
+
+
+def encode(record: Record) -> bytes:
+    return json.dumps(to_dict(record), separators=(",", ":")).encode()
+
+
+def key_of(cluster_id: str, topic: str, partition: int, replica: int | str) -> bytes:
+    return f"{cluster_id}/{topic}-{partition}/{replica}".encode()
+
+
+def record_key(record: Record) -> bytes:
+    replica = QUORUM_KEY if record.KEY_FIELD is None else getattr(record, record.KEY_FIELD)
+    return key_of(record.cluster_id, record.topic, record.partition, replica)
+
+
+@lru_cache(maxsize=4096)
+def _json_str(s: str) -> str:
+    return json.dumps(s)
+
+
+def make_encoder(cls: type) -> Callable[..., bytes]:
+    """A fast encoder for high-volume emitters: takes the field values in declaration order
+    (plain Python values, lists for list fields) and returns the same bytes as `encode`."""
+    specs = field_specs(cls)
+    head = '{"type":%s,"version":%d' % (_json_str(cls.TYPE), VERSION)
+    parts = [head] + [',"%s":%%s' % fs.name for fs in specs]
+    template = "".join(parts) + "}"
+    convs: list[Callable[[Any], str]] = []
+    for fs in specs:
+        if fs.kind == "string":
+            convs.append(_json_str)
+        elif fs.kind == "long":
+            convs.append(int.__repr__)
+        elif fs.kind == "long_list":
+            convs.append(lambda v: "[" + ",".join(map(str, v)) + "]")
+        else:
+            convs.append(lambda v: json.dumps([r if isinstance(r, dict) else dataclasses.asdict(r) for r in v],
+                                              separators=(",", ":")))
+    n = len(specs)
+
+    def encode_values(*values: Any) -> bytes:
+        if len(values) != n:
+            raise TypeError(f"{cls.TYPE} encoder takes {n} values, got {len(values)}")
+        return (template % tuple(c(v) for c, v in zip(convs, values))).encode()
+
+    return encode_values
+
+
+# --- Spark schema --------------------------------------------------------------------------------
+
+def _spark_type(kind: str):
+    from pyspark.sql import types as T
+    if kind == "string":
+        return T.StringType()
+    if kind == "long":
+        return T.LongType()
+    if kind == "long_list":
+        return T.ArrayType(T.LongType())
+    if kind == "replica_list":
+        return T.ArrayType(spark_schema(ReplicaState))
+    raise AssertionError(kind)
+
+
+def spark_schema(cls: type):
+    """The Spark StructType of one record type (or ReplicaState), with `type` and `version`
+    first for the record types. Fields are nullable: Spark's JSON reader yields null for a
+    missing or mistyped field and validation turns that into a named reject."""
+    from pyspark.sql import types as T
+    head = [] if cls is ReplicaState else [T.StructField("type", T.StringType()),
+                                           T.StructField("version", T.LongType())]
+    return T.StructType(head + [T.StructField(fs.name, _spark_type(fs.kind)) for fs in field_specs(cls)])
+
+
+def envelope_fields() -> dict[str, FieldSpec]:
+    """Every field of every record type, by name (one name has one kind across all types)."""
+    out: dict[str, FieldSpec] = {}
+    for cls in RECORD_TYPES.values():
+        for fs in field_specs(cls):
+            seen = out.get(fs.name)
+            if seen is not None and seen.kind != fs.kind:
+                raise AssertionError(f"field {fs.name} has two kinds: {seen.kind} and {fs.kind}")
+            out.setdefault(fs.name, fs)
+    return out
+
+
+def envelope_spark_schema():
+    """One schema that parses any record type: `type`, `version`, then the union of all fields."""
+    from pyspark.sql import types as T
+    return T.StructType([T.StructField("type", T.StringType()), T.StructField("version", T.LongType())]
+                        + [T.StructField(name, _spark_type(fs.kind)) for name, fs in envelope_fields().items()])
+
+
+envelope_fields()  # fail at import if two record types disagree on a field's kind

@@ -1,0 +1,34 @@
+"""Shared fixtures: one embedded broker per session, a fresh topic per test, one Spark session."""
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from quorum.embedded_broker import EmbeddedBroker
+
+
+@pytest.fixture(scope="session")
+def broker(tmp_path_factory):
+    with EmbeddedBroker(log_path=tmp_path_factory.mktemp("broker") / "tansu.log") as b:
+        yield b
+
+
+@pytest.fixture
+def topic_factory(broker):
+    def make(partitions: int = 4, prefix: str = "events") -> str:
+        return broker.create_topic(f"{prefix}-{uuid.uuid4().hex[:10]}", partitions)
+    return make
+
+
+@pytest.fixture
+def topic(topic_factory) -> str:
+    return topic_factory()
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from streaming.spark_session import build_spark
+    session = build_spark(master="local[2]", app_name="quorum-health-tests", shuffle_partitions=2)
+    yield session
+    session.stop()
