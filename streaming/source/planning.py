@@ -1,0 +1,73 @@
+"""Offset planning, pure: the offset format in Spark's checkpoint and how a read limit is shared.
+
+An offset is `{"topic": name, "partitions": {"0": next_offset, ...}}`: for each Kafka partition
+the first offset *not yet* read. A micro-batch reads `[start[p], end[p])` of every partition.
+Partitions are always listed in numeric order so that equal offsets have equal JSON (Spark
+compares the JSON to decide whether there is new data).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+
+@dataclass(frozen=True)
+class OffsetRange:
+    topic: str
+    partition: int
+    start: int  # first offset read
+    end: int    # first offset not read
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+
+def make_offset(topic: str, positions: Mapping[int, int]) -> dict:
+    return {"topic": topic, "partitions": {str(p): int(positions[p]) for p in sorted(positions)}}
+
+
+def positions_of(offset: Mapping | None, topic: str) -> dict[int, int]:
+    """The per-partition positions of an offset written by `make_offset`."""
+    if not offset:
+        return {}
+    if offset.get("topic") != topic:
+        raise ValueError(f"checkpointed offset is for topic {offset.get('topic')!r}, the source reads {topic!r}: "
+                         "use a new checkpoint location when changing the topic")
+    return {int(p): int(o) for p, o in offset.get("partitions", {}).items()}
+
+
+def cap_to_limit(start: Mapping[int, int], available: Mapping[int, int], max_records: int | None) -> dict[int, int]:
+    """End positions that read at most `max_records` in total, shared in proportion to what each
+    partition has waiting (like Spark's own Kafka source), never going backwards. Every partition
+    that has records gets at least one while the budget lasts, so none is starved. `start` must
+    hold every partition of `available`."""
+    ends = {p: max(available[p], start[p]) for p in sorted(available)}
+    if max_records is None:
+        return ends
+    waiting = {p: ends[p] - start[p] for p in ends}
+    total = sum(waiting.values())
+    if total <= max_records:
+        return ends
+    take = {p: (n * max_records) // total for p, n in waiting.items()}
+    budget = max_records - sum(take.values())
+    # Hand out the rounding remainder one record at a time, partitions with the most left first.
+    for p in sorted(waiting, key=lambda q: (-(waiting[q] - take[q]), q)):
+        if budget == 0:
+            break
+        if take[p] < waiting[p]:
+            take[p] += 1
+            budget -= 1
+    return {p: start[p] + take[p] for p in ends}
+
+
+def ranges_between(topic: str, start: Mapping[int, int], end: Mapping[int, int],
+                   new_partition_start: Mapping[int, int] | None = None) -> list[OffsetRange]:
+    """The non-empty ranges of one micro-batch. A partition absent from `start` (created since)
+    is read from `new_partition_start` (its earliest offset)."""
+    out = []
+    for p in sorted(end):
+        first = start[p] if p in start else (new_partition_start or {}).get(p, 0)
+        if end[p] > first:
+            out.append(OffsetRange(topic, p, first, end[p]))
+    return out
