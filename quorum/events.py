@@ -342,25 +342,26 @@ def make_encoder(cls: type) -> Callable[..., bytes]:
     (plain Python values, lists for list fields) and returns the same bytes as `encode`."""
     specs = field_specs(cls)
     head = '{"type":%s,"version":%d' % (_json_str(cls.TYPE), VERSION)
-    parts = [head] + [',"%s":%%s' % fs.name for fs in specs]
-    template = "".join(parts) + "}"
-    convs: list[Callable[[Any], str]] = []
-    for fs in specs:
+    # integers go straight into the template; only strings and lists need converting
+    template = head + "".join(',"%s":%s' % (fs.name, "%d" if fs.kind == "long" else "%s") for fs in specs) + "}"
+    convert: list[tuple[int, Callable[[Any], str]]] = []
+    for i, fs in enumerate(specs):
         if fs.kind == "string":
-            convs.append(_json_str)
-        elif fs.kind == "long":
-            convs.append(int.__repr__)
+            convert.append((i, _json_str))
         elif fs.kind == "long_list":
-            convs.append(lambda v: "[" + ",".join(map(str, v)) + "]")
-        else:
-            convs.append(lambda v: json.dumps([r if isinstance(r, dict) else dataclasses.asdict(r) for r in v],
-                                              separators=(",", ":")))
+            convert.append((i, lambda v: "[" + ",".join(map(str, v)) + "]"))
+        elif fs.kind == "replica_list":
+            convert.append((i, lambda v: json.dumps([r if isinstance(r, dict) else dataclasses.asdict(r)
+                                                     for r in v], separators=(",", ":"))))
     n = len(specs)
 
     def encode_values(*values: Any) -> bytes:
         if len(values) != n:
             raise TypeError(f"{cls.TYPE} encoder takes {n} values, got {len(values)}")
-        return (template % tuple(c(v) for c, v in zip(convs, values))).encode()
+        args = list(values)
+        for i, conv in convert:
+            args[i] = conv(args[i])
+        return (template % tuple(args)).encode()
 
     return encode_values
 
