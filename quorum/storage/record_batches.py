@@ -42,6 +42,7 @@ class LogRecord:
     key: bytes | None
     value: bytes | None
     control: bool = False
+    headers: tuple[tuple[str, bytes | None], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,16 +59,18 @@ class BatchInfo:
         return self.last_offset + 1
 
 
-def build_batch(base_offset: int, epoch: int, records: Sequence[tuple[int, bytes | None, bytes | None]],
+def build_batch(base_offset: int, epoch: int, records: Sequence[tuple],
                 control: bool = False) -> bytes:
-    """One batch holding `records` (timestamp_ms, key, value) at offsets base_offset.."""
+    """One batch holding `records` (timestamp_ms, key, value[, headers]) at offsets
+    base_offset.. (headers: a sequence of (str, bytes) pairs)."""
     if not records:
         raise ValueError("a record batch needs at least one record")
     builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,
                                         producer_id=-1, producer_epoch=-1, base_sequence=-1,
                                         batch_size=2 ** 31 - 1)
-    for i, (ts, key, value) in enumerate(records):
-        builder.append(i, timestamp=int(ts), key=key, value=value, headers=[])
+    for i, rec in enumerate(records):
+        builder.append(i, timestamp=int(rec[0]), key=rec[1], value=rec[2],
+                       headers=list(rec[3]) if len(rec) > 3 else [])
     buf = builder.build()
     _BASE_AND_LENGTH.pack_into(buf, 0, base_offset, len(buf) - LOG_OVERHEAD)
     _EPOCH.pack_into(buf, EPOCH_OFFSET, epoch)
@@ -113,7 +116,7 @@ def records_of(batch: bytes | memoryview) -> list[LogRecord]:
     """The records of one (already checked) batch."""
     b = DefaultRecordBatch(batch)
     epoch, control = b.leader_epoch, b.is_control_batch
-    return [LogRecord(r.offset, epoch, r.timestamp, r.key, r.value, control) for r in b]
+    return [LogRecord(r.offset, epoch, r.timestamp, r.key, r.value, control, tuple(r.headers)) for r in b]
 
 
 def with_epoch_checked(data: bytes, expected_base: int) -> list[BatchInfo]:

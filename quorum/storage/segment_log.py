@@ -203,9 +203,8 @@ class SegmentLog:
 
     # --- writing -------------------------------------------------------------------------------
 
-    def append(self, epoch: int, records: Sequence[tuple[int, bytes | None, bytes | None]],
-               control: bool = False) -> BatchInfo:
-        """Append one batch of (timestamp_ms, key, value) at the log end, in `epoch`."""
+    def append(self, epoch: int, records: Sequence[tuple], control: bool = False) -> BatchInfo:
+        """Append one batch of (timestamp_ms, key, value[, headers]) at the log end, in `epoch`."""
         if epoch < self.last_epoch:
             raise ValueError(f"append in epoch {epoch} below the log's last epoch {self.last_epoch}")
         data = build_batch(self._end_offset, epoch, records, control)
@@ -306,7 +305,8 @@ class SegmentLog:
         self.epochs.truncate_from(self._end_offset)
         if keep_partial:
             first = keep_partial[0]
-            self.append(first.epoch, [(r.timestamp_ms, r.key, r.value) for r in keep_partial], first.control)
+            self.append(first.epoch, [(r.timestamp_ms, r.key, r.value, r.headers) for r in keep_partial],
+                        first.control)
         if self.fsync:
             os.fsync(cut_seg.fd)
             fsync_dir(self.directory)

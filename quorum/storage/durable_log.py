@@ -1,0 +1,131 @@
+"""The core's `ReplicatedLog` and `QuorumStateStore` ports, backed by the files of this
+package.
+
+Record kinds map onto Kafka's record format: `data` records are ordinary records; a
+`leader_change` record is a control record (control batch, key = version 0, type 2,
+Kafka's LeaderChangeMessage type); a `noop` record is an ordinary record tagged with a
+`kind: noop` header (Kafka's NoOpRecord is a metadata record, not a control record).
+Consecutive records of one epoch and kind become one batch.
+"""
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+from typing import Sequence
+
+from quorum.raft.log import DATA, LEADER_CHANGE, NOOP, LogRecord, ReplicatedLog
+from quorum.raft.quorum_state_store import ElectionState, QuorumStateStore
+from quorum.storage import record_batches
+from quorum.storage.quorum_state_file import QuorumStateFile, StoredQuorumState
+from quorum.storage.segment_log import DEFAULT_SEGMENT_BYTES, RecoveryReport, SegmentLog
+
+LEADER_CHANGE_KEY = struct.pack(">hh", 0, 2)
+_NOOP_HEADERS = (("kind", b"noop"),)
+
+
+def _kind_of(r: record_batches.LogRecord) -> str:
+    if r.control:
+        return LEADER_CHANGE
+    if r.headers and r.headers[0] == ("kind", b"noop"):
+        return NOOP
+    return DATA
+
+
+def to_core(r: record_batches.LogRecord) -> LogRecord:
+    return LogRecord(r.offset, r.epoch, r.value or b"", r.timestamp_ms, _kind_of(r))
+
+
+def encode_records(records: Sequence[LogRecord]) -> list[tuple[int, int, bool, list[tuple]]]:
+    """Group records into batches: (base offset, epoch, control, [(ts, key, value, headers)])."""
+    out: list[tuple[int, int, bool, list[tuple]]] = []
+    prev = None
+    for r in records:
+        group = (r.epoch, r.kind)
+        if group != prev:
+            out.append((r.offset, r.epoch, r.kind == LEADER_CHANGE, []))
+            prev = group
+        key = LEADER_CHANGE_KEY if r.kind == LEADER_CHANGE else None
+        headers = _NOOP_HEADERS if r.kind == NOOP else ()
+        out[-1][3].append((r.append_time_ms, key, r.value, headers))
+    return out
+
+
+def records_to_batches(records: Sequence[LogRecord]) -> bytes:
+    """The wire form of records (Fetch response `Records`)."""
+    return b"".join(record_batches.build_batch(base, epoch, recs, control)
+                    for base, epoch, control, recs in encode_records(records))
+
+
+def batches_to_records(data: bytes) -> list[LogRecord]:
+    """Records of a Fetch response's `Records`, every batch CRC checked (CorruptBatch otherwise)."""
+    out = []
+    for pos, info in record_batches.scan(data):
+        out.extend(to_core(r) for r in record_batches.records_of(memoryview(data)[pos:pos + info.size]))
+    return out
+
+
+class DurableLog(ReplicatedLog):
+    """`ReplicatedLog` on a `SegmentLog`."""
+
+    def __init__(self, segments: SegmentLog):
+        self.segments = segments
+
+    @classmethod
+    def open(cls, directory: str | Path, segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+             fsync: bool = True) -> tuple["DurableLog", RecoveryReport]:
+        segments, report = SegmentLog.open(directory, segment_bytes, fsync)
+        return cls(segments), report
+
+    def end_offset(self) -> int:
+        return self.segments.end_offset
+
+    def flushed_end_offset(self) -> int:
+        return self.segments.flushed_end_offset
+
+    def last_epoch(self) -> int:
+        return self.segments.last_epoch
+
+    def append(self, records: Sequence[LogRecord]) -> None:
+        for base, epoch, control, recs in encode_records(records):
+            if base != self.segments.end_offset:
+                raise ValueError(f"append at offset {base}, log end is {self.segments.end_offset}")
+            self.segments.append(epoch, recs, control)
+
+    def flush(self) -> None:
+        self.segments.flush()
+
+    def truncate_to(self, offset: int) -> None:
+        self.segments.truncate_to(offset)
+
+    def read(self, start_offset: int, max_records: int) -> Sequence[LogRecord]:
+        if start_offset >= self.segments.end_offset or max_records <= 0:
+            return []
+        return [to_core(r) for r in self.segments.read(start_offset, start_offset + max_records)]
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        e, end = self.segments.end_offset_for_epoch(epoch)
+        return (0, 0) if e < 0 else (e, end)
+
+    def epoch_at(self, offset: int) -> int:
+        return self.segments.epoch_at(offset)
+
+    def close(self) -> None:
+        self.segments.close()
+
+
+class DurableQuorumStateStore(QuorumStateStore):
+    """`QuorumStateStore` on the atomically replaced quorum-state file."""
+
+    def __init__(self, directory: str | Path):
+        self.file = QuorumStateFile(directory)
+
+    @property
+    def writes(self) -> int:
+        return self.file.writes
+
+    def read(self) -> ElectionState | None:
+        s = self.file.read()
+        return None if s is None else ElectionState(s.leader_epoch, s.leader_id, s.voted_id, s.voters)
+
+    def write(self, state: ElectionState) -> None:
+        self.file.write(StoredQuorumState(state.leader_id, state.epoch, state.voted_id, tuple(state.voters)))
