@@ -1,0 +1,203 @@
+"""Print a KRaft quorum's status or replication state, as `kafka-metadata-quorum describe`
+prints it. Works against a quorum node of this project or a real Kafka KRaft cluster:
+it asks through kafka-python's admin client (DescribeQuorum, and Metadata for the
+cluster id), so any node can be the bootstrap server.
+
+  quorum describe --bootstrap-server localhost:9093 --status
+  quorum describe --bootstrap-server localhost:9093 --replication --human-readable
+
+--status: ClusterId, LeaderId, LeaderEpoch, HighWatermark, MaxFollowerLag (leader log end
+minus the laggiest voter's), MaxFollowerLagTimeMs (leader's last caught-up time minus the
+laggiest voter's; 0 when the laggiest is the leader, -1 when unknown), CurrentVoters,
+CurrentObservers.
+--replication: one row per replica (leader, then followers, then observers) with its log
+end offset, lag, last fetch and last caught-up timestamps (KIP-836); --human-readable
+prints them as "N ms ago".
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+STATUS_LABEL_WIDTH = 24  # labels are padded so values start in one column, as Kafka's tool does
+
+
+class DescribeError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Replica:
+    replica_id: int
+    log_end_offset: int
+    last_fetch_timestamp: int
+    last_caught_up_timestamp: int
+
+
+@dataclass(frozen=True)
+class QuorumInfo:
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int
+    voters: tuple[Replica, ...]
+    observers: tuple[Replica, ...]
+
+
+def quorum_info(result: dict[str, Any], topic: str = "__cluster_metadata", partition: int = 0) -> QuorumInfo:
+    """The partition of `KafkaAdminClient.describe_metadata_quorum()`'s result."""
+    for t in result.get("topics", []):
+        if t.get("topic_name") != topic:
+            continue
+        for p in t.get("partitions", []):
+            if p.get("partition_index") != partition:
+                continue
+            if p.get("error"):
+                raise DescribeError(f"{topic}-{partition}: {p['error']}")
+            return QuorumInfo(p["leader_id"], p["leader_epoch"], p["high_watermark"],
+                              tuple(_replica(r) for r in p.get("current_voters", [])),
+                              tuple(_replica(r) for r in p.get("observers", [])))
+    raise DescribeError(f"the answer does not describe {topic}-{partition}")
+
+
+def _replica(r: dict[str, Any]) -> Replica:
+    return Replica(r["replica_id"], r["log_end_offset"], r.get("last_fetch_timestamp", -1),
+                   r.get("last_caught_up_timestamp", -1))
+
+
+def _leader(info: QuorumInfo) -> Replica | None:
+    return next((v for v in info.voters if v.replica_id == info.leader_id), None)
+
+
+def max_follower_lag(info: QuorumInfo) -> tuple[int, int]:
+    """(MaxFollowerLag, MaxFollowerLagTimeMs): the laggiest voter is the one with the lowest
+    log end offset."""
+    leader = _leader(info)
+    if leader is None or not info.voters:
+        return -1, -1
+    laggiest = min(info.voters, key=lambda v: v.log_end_offset)
+    lag = leader.log_end_offset - laggiest.log_end_offset
+    if laggiest.replica_id == leader.replica_id:
+        return lag, 0
+    if leader.last_caught_up_timestamp < 0 or laggiest.last_caught_up_timestamp < 0:
+        return lag, -1
+    return lag, leader.last_caught_up_timestamp - laggiest.last_caught_up_timestamp
+
+
+def format_status(cluster_id: str, info: QuorumInfo) -> str:
+    lag, lag_ms = max_follower_lag(info)
+    rows = [("ClusterId", cluster_id), ("LeaderId", info.leader_id), ("LeaderEpoch", info.leader_epoch),
+            ("HighWatermark", info.high_watermark), ("MaxFollowerLag", lag), ("MaxFollowerLagTimeMs", lag_ms),
+            ("CurrentVoters", _id_list(info.voters)), ("CurrentObservers", _id_list(info.observers))]
+    return "\n".join(f"{label + ':':<{STATUS_LABEL_WIDTH}}{value}" for label, value in rows)
+
+
+def _id_list(replicas: tuple[Replica, ...]) -> str:
+    return "[" + ",".join(str(r.replica_id) for r in replicas) + "]"
+
+
+def relative_time(timestamp_ms: int, now_ms: int, what: str) -> str:
+    if timestamp_ms < 0:
+        return "unknown"
+    if timestamp_ms > now_ms:
+        raise DescribeError(f"Error while computing relative time, possible drift in system clock.\n"
+                            f"Current timestamp is {now_ms}, {what} timestamp is {timestamp_ms}")
+    return f"{now_ms - timestamp_ms} ms ago"
+
+
+REPLICATION_HEADER = ("NodeId", "LogEndOffset", "Lag", "LastFetchTimestamp", "LastCaughtUpTimestamp", "Status")
+
+
+def replication_rows(info: QuorumInfo, human_readable: bool = False, now_ms: int | None = None) -> list[tuple]:
+    leader = _leader(info)
+    leader_leo = leader.log_end_offset if leader else -1
+    ordered = ([(leader, "Leader")] if leader else []) + \
+              [(v, "Follower") for v in info.voters if v is not leader] + \
+              [(o, "Observer") for o in info.observers]
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    rows = []
+    for r, status in ordered:
+        fetch, caught_up = r.last_fetch_timestamp, r.last_caught_up_timestamp
+        if human_readable:
+            fetch = relative_time(fetch, now_ms, "last fetch")
+            caught_up = relative_time(caught_up, now_ms, "last caught up")
+        lag = leader_leo - r.log_end_offset if leader else -1
+        rows.append((r.replica_id, r.log_end_offset, lag, fetch, caught_up, status))
+    return rows
+
+
+def format_table(header: tuple, rows: list[tuple]) -> str:
+    """Columns padded to their widest cell and separated by a tab, like Kafka's tools."""
+    cells = [[str(c) for c in header]] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    return "\n".join("\t".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells)
+
+
+def format_replication(info: QuorumInfo, human_readable: bool = False, now_ms: int | None = None) -> str:
+    return format_table(REPLICATION_HEADER, replication_rows(info, human_readable, now_ms))
+
+
+# --- command --------------------------------------------------------------------------------------
+
+def admin_config(path: str | None) -> dict[str, Any]:
+    """Java-style client properties (`security.protocol=SASL_SSL`) as kafka-python keyword
+    arguments (`security_protocol`)."""
+    if not path:
+        return {}
+    out: dict[str, Any] = {}
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            line = line.strip()
+            if not line or line.startswith(("#", "!")):
+                continue
+            if "=" not in line:
+                raise DescribeError(f"{path}:{n}: expected key=value, got {line!r}")
+            k, v = (s.strip() for s in line.split("=", 1))
+            out[k.replace(".", "_")] = int(v) if v.isdigit() else v
+    return out
+
+
+def fetch_quorum(bootstrap: str, config: dict[str, Any], timeout_ms: int) -> tuple[str, dict[str, Any]]:
+    from kafka import KafkaAdminClient
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=timeout_ms,
+                             client_id="quorum-describe", **config)
+    try:
+        cluster = admin.describe_cluster()
+        return cluster.get("cluster_id") or "", admin.describe_metadata_quorum()
+    finally:
+        admin.close()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT",
+                        help="any node of the quorum (or any broker of a Kafka cluster)")
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--status", action="store_true", help="print the quorum's summary")
+    what.add_argument("--replication", action="store_true", help="print one row per replica")
+    parser.add_argument("--human-readable", action="store_true",
+                        help="with --replication: print timestamps as 'N ms ago'")
+    parser.add_argument("--command-config", metavar="FILE",
+                        help="client properties (e.g. security.protocol, sasl.mechanism) for the admin client")
+    parser.add_argument("--timeout-ms", type=int, default=10_000, help="request timeout (default 10000)")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.human_readable and not args.replication:
+        print("error: --human-readable applies to --replication only", file=sys.stderr)
+        return 2
+    try:
+        cluster_id, result = fetch_quorum(args.bootstrap_server, admin_config(args.command_config), args.timeout_ms)
+        info = quorum_info(result)
+        out = format_status(cluster_id, info) if args.status else \
+            format_replication(info, args.human_readable)
+    except DescribeError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except Exception as e:  # the admin client's errors: no broker, timeouts, auth
+        print(f"error: cannot describe the quorum at {args.bootstrap_server}: {type(e).__name__}: {e}",
+              file=sys.stderr)
+        return 1
+    print(out)
+    return 0
