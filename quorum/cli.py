@@ -21,7 +21,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="quorum", description=__doc__.split("\n")[0].removeprefix("`quorum`: "))
+    parser = argparse.ArgumentParser(
+        prog="quorum", description="Run, inspect and exercise KRaft-style quorums: nodes, the describe tool, "
+        "the DescribeQuorum collector, the synthetic quorum and the embedded broker. "
+        "`quorum COMMAND --help` explains each command.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module_name, help_text) in COMMANDS.items():
         try:

@@ -22,9 +22,6 @@ from typing import Iterator
 from quorum import events
 from quorum.synthetic.faults import REPLICA_FAULTS, Fault, FaultSpecError, TimelineEntry
 
-_encode_fetch = events.make_encoder(events.Fetch)
-_encode_metrics = events.make_encoder(events.Metrics)
-_encode_state_change = events.make_encoder(events.StateChange)
 
 
 @dataclass(frozen=True)
@@ -127,6 +124,11 @@ class Cluster:
         self._offsets: list[int] = []             # append times of the committed log, for KIP-835 lag
         self._times: list[int] = []
         self.key_prefix = f"{self.id}/{cfg.topic}-{cfg.partition}/"
+        where = {"cluster_id": self.id, "topic": cfg.topic, "partition": cfg.partition}
+        self.encode_fetch = events.make_encoder(events.Fetch, **where)
+        self.encode_metrics = events.make_encoder(events.Metrics, **where, voter_set=self.voter_ids,
+                                                  dropped_events_total=0)
+        self.encode_state_change = events.make_encoder(events.StateChange, **where)
 
     # --- helpers ---------------------------------------------------------------------------
     def schedule(self, t: int, action: str, node: int = 0, gen: int = 0) -> None:
@@ -146,9 +148,8 @@ class Cluster:
     def state_change(self, t: int, node: Node, to_state: str, reason: str) -> None:
         before = node.state
         node.state = to_state
-        cfg = self.world.config
-        self.world.emit(self.key_prefix + str(node.id), _encode_state_change(
-            self.id, cfg.topic, cfg.partition, t, node.id, before, to_state, node.epoch, node.leader_id, reason), t)
+        self.world.emit(self.key_prefix + str(node.id), self.encode_state_change(
+            t, node.id, before, to_state, node.epoch, node.leader_id, reason), t)
 
     # --- boot --------------------------------------------------------------------------------
     def boot(self, t: int) -> None:
@@ -262,9 +263,8 @@ class Cluster:
             self.schedule(t + cfg.long_poll_ms, "on_poll_timeout", node.id, poll_id)
 
     def emit_fetch(self, t: int, leader: Node, node: Node, outcome: str) -> None:
-        cfg = self.world.config
-        self.world.emit(self.key_prefix + str(node.id), _encode_fetch(
-            self.id, cfg.topic, cfg.partition, t, leader.id, leader.epoch, node.id, node.role,
+        self.world.emit(self.key_prefix + str(node.id), self.encode_fetch(
+            t, leader.id, leader.epoch, node.id, node.role,
             node.log_end, node.last_epoch, leader.log_end, leader.hw, outcome), t)
 
     def respond(self, t: int, leader: Node, node: Node) -> None:
@@ -303,9 +303,9 @@ class Cluster:
         applied_ts = self.append_time(committed) if committed >= 0 else -1
         lag = max(0, t - applied_ts) if applied_ts >= 0 else -1
         state, leader_id = ("leader", node_id) if node_id in self.claimants else (node.state, node.leader_id)
-        self.world.emit(self.key_prefix + str(node_id), _encode_metrics(
-            self.id, cfg.topic, cfg.partition, t, node_id, state, leader_id, node.epoch, node.log_end,
-            node.hw, committed, applied_ts, committed, lag, self.voter_ids, 0), t)
+        self.world.emit(self.key_prefix + str(node_id), self.encode_metrics(
+            t, node_id, state, leader_id, node.epoch, node.log_end, node.hw, committed, applied_ts, committed,
+            lag), t)
         self.schedule(t + cfg.metrics_interval_ms, "on_metrics", node_id)
 
     # --- elections ------------------------------------------------------------------------------
@@ -451,10 +451,9 @@ class Cluster:
 
     def emit_claim(self, t: int, node: Node, before: str, after: str, reason: str) -> None:
         """A split-brain claimant reports leadership while it keeps following the real leader."""
-        cfg = self.world.config
         leader_id = node.id if after == "leader" else node.leader_id
-        self.world.emit(self.key_prefix + str(node.id), _encode_state_change(
-            self.id, cfg.topic, cfg.partition, t, node.id, before, after, node.epoch, leader_id, reason), t)
+        self.world.emit(self.key_prefix + str(node.id), self.encode_state_change(
+            t, node.id, before, after, node.epoch, leader_id, reason), t)
 
     def rejoin(self, t: int, node: Node) -> None:
         """A node that lost its leader learns the current one (BeginQuorumEpoch) and fetches again."""
