@@ -1,0 +1,104 @@
+"""The Prometheus binaries (Debian packages) for tests: fail with the install command when one is
+missing (CI installs them, so a missing binary is a broken environment, not a reason to skip),
+run the command-line tools, and run the servers on loopback free ports until the test ends."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from quorum.embedded_broker import free_port
+
+PACKAGE_OF = {
+    "promtool": "prometheus",
+    "prometheus": "prometheus",
+    "prometheus-pushgateway": "prometheus-pushgateway",
+    "prometheus-alertmanager": "prometheus-alertmanager",
+    "amtool": "prometheus-alertmanager",
+}
+INSTALL = "sudo apt-get install -y prometheus prometheus-pushgateway prometheus-alertmanager"
+
+
+def binary(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        pytest.fail(f"`{name}` is not on PATH; it comes from the Debian package {PACKAGE_OF[name]}: "
+                    f"install with `{INSTALL}`", pytrace=False)
+    return path
+
+
+def run_tool(name: str, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([binary(name), *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+
+
+def assert_tool_succeeds(name: str, *args: str, cwd: Path | None = None) -> str:
+    result = run_tool(name, *args, cwd=cwd)
+    if result.returncode != 0:
+        pytest.fail(f"`{name} {' '.join(args)}` exited {result.returncode}:\n{result.stdout}\n{result.stderr}",
+                    pytrace=False)
+    return result.stdout + result.stderr
+
+
+def http_get(url: str, timeout: float = 2.0) -> bytes:
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        return response.read()
+
+
+class Server:
+    """One server process on 127.0.0.1:`port`, ready once `GET /-/ready` answers 200."""
+
+    def __init__(self, name: str, args_for_port, workdir: Path, ready_timeout_s: float = 30.0):
+        self.name = name
+        self.port = free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        self.url = f"http://{self.address}"
+        self.log_path = workdir / f"{name}.log"
+        self._args = [binary(name), *args_for_port(self.address)]
+        self._ready_timeout_s = ready_timeout_s
+        self._process: subprocess.Popen | None = None
+
+    def __enter__(self) -> "Server":
+        self._log = self.log_path.open("wb")
+        self._process = subprocess.Popen(self._args, stdout=self._log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + self._ready_timeout_s
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                self.__exit__(None, None, None)
+                pytest.fail(f"{self.name} exited {self._process.returncode}:\n{self.log_tail()}", pytrace=False)
+            try:
+                http_get(f"{self.url}/-/ready", timeout=1.0)
+                return self
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                time.sleep(0.1)
+        self.__exit__(None, None, None)
+        pytest.fail(f"{self.name} not ready after {self._ready_timeout_s} s:\n{self.log_tail()}", pytrace=False)
+
+    def __exit__(self, *exc) -> None:
+        if self._process is not None and self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+        self._log.close()
+
+    def log_tail(self, lines: int = 30) -> str:
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def wait_for(condition, timeout_s: float, what: str, interval_s: float = 0.2):
+    """Poll `condition()` until it returns something truthy; fail naming `what` at the deadline."""
+    deadline = time.monotonic() + timeout_s
+    last = None
+    while time.monotonic() < deadline:
+        last = condition()
+        if last:
+            return last
+        time.sleep(interval_s)
+    pytest.fail(f"timed out after {timeout_s} s waiting for {what} (last: {last!r})", pytrace=False)
