@@ -1,0 +1,31 @@
+"""What one call into the core returns: everything the caller must do, in this order.
+
+1. If `flush_log`, call `log.flush()` (fsync). The quorum state in `quorum_state` has
+   already been written through the store (writes are durable on return).
+2. Send `messages`.
+3. Apply `committed` records (in offset order) and publish `events`.
+Anything the node must not lose (a vote, an acknowledged offset) only leaves the node
+in step 2, after step 1: that is the whole crash-safety contract between core and caller.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from quorum.events import Fetch, StateChange
+from quorum.raft.log import LogRecord
+from quorum.raft.messages import Message
+from quorum.raft.metrics import RaftMetrics
+from quorum.raft.quorum_state_store import ElectionState
+
+
+@dataclass(slots=True)
+class Output:
+    messages: list[Message] = field(default_factory=list)
+    appended: list[LogRecord] = field(default_factory=list)   # appended to the log, not yet flushed
+    truncated_to: int | None = None                            # log truncated (durably) to this offset
+    flush_log: bool = False                                    # flush the log before sending
+    quorum_state: ElectionState | None = None                  # the state written in this step
+    committed: list[LogRecord] = field(default_factory=list)   # newly committed, to apply in order
+    events: list[Fetch | StateChange] = field(default_factory=list)
+    append_offsets: tuple[int, int] | None = None              # (first, last) offset of an `append`
+    metrics: RaftMetrics | None = None                         # snapshot after this step
