@@ -9,7 +9,7 @@ import sys
 import time
 import uuid
 
-from confluent_kafka import Consumer, KafkaException
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaException, TopicPartition
 
 from quorum import events
 
@@ -44,9 +44,14 @@ def describe(record: events.Record) -> str:
 
 def run(args: argparse.Namespace) -> int:
     consumer = Consumer({"bootstrap.servers": args.bootstrap_server, "group.id": f"quorum-tail-{uuid.uuid4().hex}",
-                         "auto.offset.reset": "earliest" if args.from_beginning else "latest",
                          "enable.auto.commit": False})
-    consumer.subscribe([args.topic])
+    # assign rather than subscribe: no group rebalance to wait for before the first line
+    metadata = consumer.list_topics(args.topic, timeout=10).topics.get(args.topic)
+    if metadata is None or metadata.error is not None:
+        print(f"quorum tail: topic {args.topic!r} not found on {args.bootstrap_server}", file=sys.stderr)
+        return 1
+    start = OFFSET_BEGINNING if args.from_beginning else OFFSET_END
+    consumer.assign([TopicPartition(args.topic, p, start) for p in metadata.partitions])
     shown = 0
     try:
         while args.max is None or shown < args.max:

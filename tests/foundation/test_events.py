@@ -1,0 +1,134 @@
+"""The event contract: every record type round-trips, and every kind of bad record is rejected
+with a message that names the field."""
+import json
+
+import pytest
+
+from quorum import events
+from quorum.events import ContractError
+
+FETCH = events.Fetch("c1", "__cluster_metadata", 0, 1_700_000_000_000, 1, 7, 2, "voter", 120, 7, 125, 118, "valid")
+METRICS = events.Metrics("c1", "__cluster_metadata", 0, 1_700_000_000_000, 1, "leader", 1, 7, 125, 118, 117,
+                         1_699_999_999_900, 117, 100, (1, 2, 3), 4)
+STATE_CHANGE = events.StateChange("c1", "__cluster_metadata", 0, 1_700_000_000_000, 2, "follower", "candidate", 8,
+                                  -1, "fetch timeout")
+SNAPSHOT = events.QuorumSnapshot("c1", "__cluster_metadata", 0, 1_700_000_000_000, 1, 7, 118,
+                                 (events.ReplicaState(1, 125, 1_700_000_000_000, 1_700_000_000_000),
+                                  events.ReplicaState(2, 120, 1_699_999_999_990, 1_699_999_999_500)),
+                                 (events.ReplicaState(4, -1, -1, -1),), "broker-1:9093")
+ALL = [FETCH, METRICS, STATE_CHANGE, SNAPSHOT]
+
+
+@pytest.mark.parametrize("record", ALL, ids=lambda r: r.TYPE)
+def test_every_record_type_round_trips_through_json(record):
+    raw = events.encode(record)
+    assert events.decode(raw) == record
+    assert json.loads(raw)["type"] == record.TYPE and json.loads(raw)["version"] == events.VERSION
+
+
+@pytest.mark.parametrize("record", ALL, ids=lambda r: r.TYPE)
+def test_fast_encoder_writes_the_same_bytes_as_encode(record):
+    specs = events.field_specs(type(record))
+    values = [list(getattr(record, fs.name)) if fs.kind.endswith("list") else getattr(record, fs.name) for fs in specs]
+    assert events.make_encoder(type(record))(*values) == events.encode(record)
+    fixed = {"cluster_id": record.cluster_id, "topic": record.topic, "partition": record.partition}
+    assert events.make_encoder(type(record), **fixed)(*values[3:]) == events.encode(record)
+
+
+def test_keys_keep_one_replicas_records_together():
+    assert events.record_key(FETCH) == b"c1/__cluster_metadata-0/2"
+    assert events.record_key(METRICS) == b"c1/__cluster_metadata-0/1"
+    assert events.record_key(SNAPSHOT) == b"c1/__cluster_metadata-0/quorum"
+
+
+def test_optional_field_added_later_defaults_when_absent():
+    obj = events.to_dict(METRICS)
+    del obj["dropped_events_total"]
+    assert events.from_dict(obj).dropped_events_total == 0
+
+
+def test_fields_added_by_a_newer_writer_are_ignored():
+    obj = events.to_dict(FETCH) | {"a_future_field": 1}
+    assert events.from_dict(obj) == FETCH
+
+
+def _mutated(record, **changes):
+    obj = events.to_dict(record)
+    for k, v in changes.items():
+        if v is _DELETE:
+            del obj[k]
+        else:
+            obj[k] = v
+    return json.dumps(obj).encode()
+
+
+_DELETE = object()
+
+BAD = [
+    (b"\x00\xff garbage", "record", "invalid_json"),
+    (b'{"type": "fetch", "version": 1, "cluster_id": "c1"', "record", "invalid_json"),
+    (b"[1, 2]", "record", "not_an_object"),
+    (_mutated(FETCH, type=_DELETE), "type", "missing_field"),
+    (_mutated(FETCH, type="heartbeat"), "type", "unknown_type"),
+    (_mutated(FETCH, version=2), "version", "unsupported_version"),
+    (_mutated(FETCH, version="1"), "version", "wrong_type"),
+    (_mutated(FETCH, fetch_offset=_DELETE), "fetch_offset", "missing_field"),
+    (_mutated(FETCH, fetch_offset="120"), "fetch_offset", "wrong_type"),
+    (_mutated(FETCH, fetch_offset=12.5), "fetch_offset", "wrong_type"),
+    (_mutated(FETCH, fetch_offset=True), "fetch_offset", "wrong_type"),
+    (_mutated(FETCH, fetch_offset=-1), "fetch_offset", "out_of_range"),
+    (_mutated(FETCH, time_ms=-5), "time_ms", "out_of_range"),
+    (_mutated(FETCH, leader_epoch=2 ** 64), "leader_epoch", "out_of_range"),
+    (_mutated(FETCH, replica_role="boss"), "replica_role", "bad_value"),
+    (_mutated(FETCH, outcome="maybe"), "outcome", "bad_value"),
+    (_mutated(FETCH, cluster_id=""), "cluster_id", "bad_value"),
+    (_mutated(FETCH, cluster_id=None), "cluster_id", "wrong_type"),
+    (_mutated(FETCH, fetch_offset=126), "fetch_offset", "inconsistent"),
+    (_mutated(FETCH, high_watermark=130), "high_watermark", "inconsistent"),
+    (_mutated(METRICS, state="king"), "state", "bad_value"),
+    (_mutated(METRICS, voter_set=[1, "2"]), "voter_set", "bad_value"),
+    (_mutated(METRICS, voter_set="1,2,3"), "voter_set", "wrong_type"),
+    (_mutated(METRICS, last_applied_offset=118), "last_applied_offset", "inconsistent"),
+    (_mutated(STATE_CHANGE, to_state=_DELETE), "to_state", "missing_field"),
+    (_mutated(SNAPSHOT, voters=[{"replica_id": 1}]), "log_end_offset", "missing_field"),
+    (_mutated(SNAPSHOT, voters=[5]), "record", "not_an_object"),
+    (_mutated(SNAPSHOT, observers=[{"replica_id": 4, "log_end_offset": -2, "last_fetch_timestamp_ms": -1,
+                                     "last_caught_up_timestamp_ms": -1}]), "log_end_offset", "out_of_range"),
+]
+
+
+@pytest.mark.parametrize("raw,field,code", BAD, ids=[f"{f}-{c}-{i}" for i, (_, f, c) in enumerate(BAD)])
+def test_bad_record_is_rejected_naming_the_field(raw, field, code):
+    with pytest.raises(ContractError) as info:
+        events.decode(raw)
+    assert info.value.field == field
+    assert info.value.code == code
+    assert field in str(info.value)
+
+
+def test_timestamp_far_in_the_future_is_rejected_when_the_reader_gives_its_clock():
+    now = FETCH.time_ms - events.DEFAULT_MAX_FUTURE_MS - 1
+    with pytest.raises(ContractError, match="time_ms: in the future") as info:
+        events.decode(events.encode(FETCH), now_ms=now)
+    assert info.value.code == "future_timestamp"
+    assert events.decode(events.encode(FETCH), now_ms=FETCH.time_ms) == FETCH
+
+
+def test_spark_schema_is_derived_from_the_dataclasses():
+    pytest.importorskip("pyspark")
+    schema = events.spark_schema(events.Fetch)
+    assert schema.fieldNames() == ["type", "version"] + [fs.name for fs in events.field_specs(events.Fetch)]
+    envelope = events.envelope_spark_schema()
+    for cls in events.RECORD_TYPES.values():
+        assert set(events.spark_schema(cls).fieldNames()) <= set(envelope.fieldNames())
+    assert envelope["voters"].dataType.elementType == events.spark_schema(events.ReplicaState)
+
+
+def test_spark_parses_encoded_records_into_the_envelope(spark):
+    from pyspark.sql import functions as F
+    rows = [(events.encode(r).decode(),) for r in ALL]
+    df = spark.createDataFrame(rows, "value string").select(
+        F.from_json("value", events.envelope_spark_schema()).alias("e")).select("e.*")
+    got = {r["type"]: r for r in df.collect()}
+    assert got["fetch"]["fetch_offset"] == 120 and got["metrics"]["voter_set"] == [1, 2, 3]
+    assert got["quorum_snapshot"]["voters"][1]["last_caught_up_timestamp_ms"] == 1_699_999_999_500
