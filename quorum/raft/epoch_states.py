@@ -86,8 +86,7 @@ class FollowerState(EpochState):
     """Fetching from a known leader. `fetch_deadline` is the fetch timeout; it moves on
     every successful fetch response. After an EndQuorumEpoch it becomes the successor
     backoff instead and `leader_resigned` is set."""
-    __slots__ = ("fetch_deadline", "inflight_fetch", "next_fetch_ms", "leader_resigned",
-                 "last_fetch_ok_ms")
+    __slots__ = ("fetch_deadline", "inflight_fetch", "next_fetch_ms", "leader_resigned")
     name = "follower"
 
     def __init__(self, epoch: int, leader_id: int, voted_id: int, fetch_deadline: int) -> None:
@@ -96,7 +95,6 @@ class FollowerState(EpochState):
         self.inflight_fetch: int | None = None  # correlation id
         self.next_fetch_ms = 0
         self.leader_resigned = False
-        self.last_fetch_ok_ms = -1
 
     def deadline(self) -> int | None:
         return self.fetch_deadline

@@ -103,6 +103,7 @@ class RaftNode:
         self._pending: dict[int, _Pending] = {}
         self._commit_waits: deque[tuple[int, int]] = deque()  # (end offset, append time)
         self._election_started_ms: int | None = None
+        self._last_fetch_ok = (-1, NO_LEADER, 0)  # (epoch, leader, time) of the last good fetch answer
         self._metrics = MetricsTracker()
         self._out = Output()
         self._now = now
@@ -485,10 +486,17 @@ class RaftNode:
             return False
         if isinstance(st, LeaderState):
             return False
-        if (part.candidate_epoch == st.epoch and isinstance(st, FollowerState)
-                and not st.leader_resigned and self._now < st.fetch_deadline):
+        if part.candidate_epoch == st.epoch and self._leader_alive():
             return False
         return self._log_up_to_date(part.last_offset_epoch, part.last_offset)
+
+    def _leader_alive(self) -> bool:
+        """Did this follower fetch successfully from its leader within the fetch timeout?"""
+        st = self.state
+        if not isinstance(st, FollowerState) or st.leader_resigned:
+            return False
+        epoch, leader, at = self._last_fetch_ok
+        return (epoch, leader) == (st.epoch, st.leader_id) and self._now - at < self.config.fetch_timeout_ms
 
     def _answer_vote(self, message: Message, req: VoteRequest, error: int, granted: bool,
                      top_level: bool = False) -> None:
@@ -794,7 +802,7 @@ class RaftNode:
     def _follower_handle_fetch_data(self, st: FollowerState, part: FetchPartitionData) -> None:
         now = self._now
         st.fetch_deadline = now + self.config.fetch_timeout_ms
-        st.last_fetch_ok_ms = now
+        self._last_fetch_ok = (st.epoch, st.leader_id, now)
         st.leader_resigned = False
         log = self.log
         if part.diverging_epoch is not None:
