@@ -132,3 +132,13 @@ def test_spark_parses_encoded_records_into_the_envelope(spark):
     got = {r["type"]: r for r in df.collect()}
     assert got["fetch"]["fetch_offset"] == 120 and got["metrics"]["voter_set"] == [1, 2, 3]
     assert got["quorum_snapshot"]["voters"][1]["last_caught_up_timestamp_ms"] == 1_699_999_999_500
+
+
+def test_the_contract_document_lists_every_field_and_reject_code():
+    from pathlib import Path
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "events.md").read_text()
+    for cls in list(events.RECORD_TYPES.values()) + [events.ReplicaState]:
+        for fs in events.field_specs(cls):
+            assert f"| `{fs.name}` |" in doc, f"docs/events.md misses {fs.name}"
+    for code in ContractError.CODES:
+        assert f"`{code}`" in doc, f"docs/events.md misses reject code {code}"
