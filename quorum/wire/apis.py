@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kafka.protocol.admin import DescribeQuorumRequest, DescribeQuorumResponse
+from kafka.protocol.admin import (DescribeClusterRequest, DescribeClusterResponse, DescribeQuorumRequest,
+                                  DescribeQuorumResponse)
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.consumer import FetchRequest, FetchResponse
 from kafka.protocol.metadata import (ApiVersionsRequest, ApiVersionsResponse, MetadataRequest,
                                      MetadataResponse)
+from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
 _SCHEMAS = "quorum.wire.schemas"
 
@@ -27,8 +29,9 @@ class EndQuorumEpochRequest(ApiMessage, load_json=_SCHEMAS): pass
 class EndQuorumEpochResponse(ApiMessage, load_json=_SCHEMAS): pass
 
 
-FETCH, METADATA, API_VERSIONS = 1, 3, 18
+PRODUCE, FETCH, METADATA, API_VERSIONS = 0, 1, 3, 18
 VOTE, BEGIN_QUORUM_EPOCH, END_QUORUM_EPOCH, DESCRIBE_QUORUM = 52, 53, 54, 55
+DESCRIBE_CLUSTER = 60
 
 
 @dataclass(frozen=True)
@@ -43,7 +46,9 @@ class Api:
 
 # Fetch from v12 only: that is where KRaft's fields (ClusterId, LastFetchedEpoch,
 # DivergingEpoch, CurrentLeader) exist. Fetch v13+ names topics by id, see topic_id().
+# Produce is the append path for applications (v3-v12: topics by name).
 SUPPORTED: dict[int, Api] = {a.key: a for a in (
+    Api(PRODUCE, "Produce", ProduceRequest, ProduceResponse, 3, 12),
     Api(FETCH, "Fetch", FetchRequest, FetchResponse, 12, 17),
     Api(METADATA, "Metadata", MetadataRequest, MetadataResponse, 0, 12),
     Api(API_VERSIONS, "ApiVersions", ApiVersionsRequest, ApiVersionsResponse, 0, 3),
@@ -51,6 +56,8 @@ SUPPORTED: dict[int, Api] = {a.key: a for a in (
     Api(BEGIN_QUORUM_EPOCH, "BeginQuorumEpoch", BeginQuorumEpochRequest, BeginQuorumEpochResponse, 0, 0),
     Api(END_QUORUM_EPOCH, "EndQuorumEpoch", EndQuorumEpochRequest, EndQuorumEpochResponse, 0, 0),
     Api(DESCRIBE_QUORUM, "DescribeQuorum", DescribeQuorumRequest, DescribeQuorumResponse, 0, 2),
+    # the admin client's describe_cluster() (cluster id, controller = the Raft leader)
+    Api(DESCRIBE_CLUSTER, "DescribeCluster", DescribeClusterRequest, DescribeClusterResponse, 0, 2),
 )}
 
 # The versions this node sends to its peers.
