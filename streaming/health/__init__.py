@@ -1,0 +1,40 @@
+"""Per-replica and per-quorum health state (issue 5, "State").
+
+Entry point for the job: `build_health_stream(events_df, health_cfg)`.
+"""
+from __future__ import annotations
+
+from .config import ConfigError, HealthConfig
+from .schema import HEALTH_COLUMNS, HEALTH_SCHEMA, INPUT_COLUMNS, KEY_COLUMNS, KINDS
+from .statuses import QUORUM_STATUSES, REPLICA_STATUSES
+
+__all__ = ["build_health_stream", "HealthConfig", "ConfigError", "HEALTH_SCHEMA", "HEALTH_COLUMNS", "KINDS",
+           "REPLICA_STATUSES", "QUORUM_STATUSES"]
+
+
+def build_health_stream(events_df, health_cfg: HealthConfig, api: str | None = None):
+    """Health rows (schema `HEALTH_SCHEMA`, see schema.py) from the stream of valid events.
+
+    `events_df`: the decoded valid records, columns of `quorum.events.envelope_spark_schema()`
+    (extra columns are ignored). The result is a streaming DataFrame in Update output mode that
+    emits, on input and on every processing-time tick (`health_cfg.tick_ms`), a snapshot of each
+    quorum (`kind` = quorum and replica rows) plus events (transition, window, truncation, forget).
+    Feed it to `writeStream.foreachBatch(streaming.sinks.make_batch_writer(...))` with a
+    processing-time trigger (timers fire only when micro-batches run) and a checkpoint location
+    (the state lives in the RocksDB state store configured by `build_spark`).
+
+    `api` overrides the processor flavour ("pandas" or "row"); the default is the measured choice.
+    """
+    from .processor import HEALTH_API, QuorumHealthPandasProcessor, QuorumHealthRowProcessor
+    api = api or HEALTH_API
+    present = [c for c in INPUT_COLUMNS if c in events_df.columns]
+    grouped = events_df.select(*present).groupBy(*KEY_COLUMNS)
+    if api == "pandas":
+        return grouped.transformWithStateInPandas(
+            statefulProcessor=QuorumHealthPandasProcessor(health_cfg), outputStructType=HEALTH_SCHEMA,
+            outputMode="Update", timeMode="ProcessingTime")
+    if api == "row":
+        return grouped.transformWithState(
+            statefulProcessor=QuorumHealthRowProcessor(health_cfg), outputStructType=HEALTH_SCHEMA,
+            outputMode="Update", timeMode="ProcessingTime")
+    raise ValueError(f"api must be 'pandas' or 'row', got {api!r}")

@@ -1,0 +1,112 @@
+"""Thresholds of the health state machine, with defaults taken from the quorum's own timeouts.
+
+Every threshold is in milliseconds, like the Kafka settings it derives from
+(`controller.quorum.fetch.timeout.ms` and friends, see the facts file). A threshold left unset
+(None) is derived from the timeouts in `__post_init__`, so an operator who only changes
+`fetch_timeout_ms` to match a cluster gets consistent thresholds everywhere.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Mapping, TypeVar
+
+C = TypeVar("C")
+
+
+class ConfigError(ValueError):
+    """A configuration value that cannot be used; the message names the key."""
+
+
+def config_from_dict(cls: type[C], d: Mapping[str, Any] | None, section: str) -> C:
+    """Build a frozen config dataclass from a mapping, naming the bad key on any error.
+
+    Unknown keys are errors (a typo must not silently leave a default in place)."""
+    if d is None:
+        d = {}
+    if not isinstance(d, Mapping):
+        raise ConfigError(f"{section}: expected a mapping, got {type(d).__name__}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(d) - set(fields))
+    if unknown:
+        raise ConfigError(f"{section}.{unknown[0]}: unknown key (known keys: {', '.join(sorted(fields))})")
+    values = {}
+    for name, value in d.items():
+        expected = fields[name].type
+        if value is not None and not _type_ok(expected, value):
+            raise ConfigError(f"{section}.{name}: expected {expected}, got {value!r}")
+        values[name] = value
+    try:
+        return cls(**values)
+    except ConfigError as e:
+        raise ConfigError(f"{section}.{e}") from None
+
+
+def _type_ok(expected: str, value: Any) -> bool:
+    # Dataclass annotations are strings under `from __future__ import annotations`.
+    if expected.startswith("int"):
+        return isinstance(value, int) and not isinstance(value, bool)
+    if expected.startswith("float"):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if expected.startswith("bool"):
+        return isinstance(value, bool)
+    if expected.startswith("str"):
+        return isinstance(value, str)
+    if expected.startswith("dict"):
+        return isinstance(value, Mapping)
+    return True
+
+
+@dataclass(frozen=True)
+class HealthConfig:
+    """Health thresholds (YAML section `health`). All times in milliseconds."""
+
+    # --- the quorum's timeouts (Kafka defaults; set them to the monitored clusters' values) ---
+    fetch_timeout_ms: int = 2000        # controller.quorum.fetch.timeout.ms
+    election_timeout_ms: int = 1000     # controller.quorum.election.timeout.ms
+    noop_interval_ms: int = 500         # metadata.max.idle.interval.ms (NoOps advance the HW)
+
+    # --- replica statuses (None = derived from the timeouts) ---
+    unreachable_after_ms: int | None = None   # no valid fetch this long while the leader is alive: fetch timeout
+    lagging_after_ms: int | None = None       # not caught up within this long: lagging; fetch timeout
+    stall_after_ms: int = 10_000              # still fetching but not caught up this long: stalled
+    recovery_hold_ms: int | None = None       # hysteresis: a better status must hold this long; 2 NoOps
+
+    # --- quorum statuses ---
+    hw_stall_after_ms: int | None = None      # high watermark not advanced this long: 4 NoOps
+    leader_claim_window_ms: int | None = None  # a leadership claim counts this long: check quorum, 1.5 x fetch timeout
+    storm_window_ms: int = 60_000             # election storm: this many epoch changes ...
+    storm_epoch_changes: int = 3              # ... within storm_window_ms
+
+    # --- windows and bookkeeping ---
+    caught_up_horizon_ms: int = 600_000       # caught-up windows (and the caught-up ratio) cover this long
+    max_windows_per_replica: int = 240        # bound on the intervals kept per replica
+    observer_forget_ms: int = 300_000         # an observer silent this long is forgotten (as the leader does)
+    quorum_forget_ms: int = 3_600_000         # a quorum silent this long (processing time) is forgotten
+    tick_ms: int = 1000                       # processing-time timer period: statuses re-evaluated at least this often
+    input_stall_after_ms: int | None = None   # no input record at all this long: input stalled; fetch timeout
+
+    def __post_init__(self) -> None:
+        derived = {
+            "unreachable_after_ms": self.fetch_timeout_ms,
+            "lagging_after_ms": self.fetch_timeout_ms,
+            "recovery_hold_ms": 2 * self.noop_interval_ms,
+            "hw_stall_after_ms": 4 * self.noop_interval_ms,
+            "leader_claim_window_ms": self.fetch_timeout_ms * 3 // 2,
+            "input_stall_after_ms": self.fetch_timeout_ms,
+        }
+        for name, value in derived.items():
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, value)
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            minimum = 0 if f.name == "recovery_hold_ms" else 1
+            if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+                raise ConfigError(f"{f.name}: must be an integer >= {minimum} (got {value!r})")
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None, section: str = "health") -> "HealthConfig":
+        return config_from_dict(cls, d, section)
+
+    def to_dict(self) -> dict[str, int]:
+        return dataclasses.asdict(self)

@@ -1,0 +1,148 @@
+"""The Spark stateful processor around `QuorumTracker`: state in the RocksDB store, timers.
+
+Keyed by (cluster_id, topic, partition): one key is one quorum (see tracker.py for why).
+State is one value per key, the tracker's dict as a JSON string: one state-store read and one
+write per key per micro-batch, which matters because every state call from a Python worker is
+a round trip to the JVM.
+
+Time: statuses are computed on event time (the records' `time_ms`, the leader's clock), so a
+test can replay ten minutes of synthetic time in seconds. Silence is found by a processing-time
+timer that fires every `tick_ms`: with no input for the quorum, its clock is extrapolated as
+last event time + processing time elapsed since that input, and everything is re-evaluated
+against the leader's latest log end offset. A quorum that stays silent loses its leader and its
+replicas go `unknown` (not `unreachable`: nobody is alive to say they stopped fetching).
+
+Implementation choice, by measurement (`benchmarks/health_processor.py`, 2-core machine,
+20,000 keys x 5 replicas): transformWithStateInPandas processed the same micro-batches faster
+than the row-based transformWithState (figures in the module docstring of the benchmark and in
+docs/metrics.md); each key receives many rows per batch (every fetch the leader handles), which
+is where Arrow batches beat per-row conversion. Both adapters share the same tracker, so the
+choice stays a one-line change (`HEALTH_API`).
+"""
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Callable, Iterator
+
+from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
+
+from .config import HealthConfig
+from .schema import HEALTH_COLUMNS
+from .tracker import QuorumTracker, new_state
+
+STATE_SCHEMA = "json STRING"
+HEALTH_API = "pandas"  # "pandas" (transformWithStateInPandas) or "row" (transformWithState)
+
+
+class _QuorumHealthLogic:
+    """What both processors do, on plain lists of record dicts and output row dicts."""
+
+    def __init__(self, cfg: HealthConfig, wall_clock_ms: Callable[[], int] | None = None):
+        self.cfg = cfg
+        # Silence is measured from when the input was *processed* (wall clock), not from the
+        # start of its micro-batch, so a slow batch does not count as the quorum being silent.
+        self.wall_clock_ms = wall_clock_ms or (lambda: int(time.time() * 1000))
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.handle = handle
+        self.state = handle.getValueState("quorum", STATE_SCHEMA)
+
+    def _load(self, key: tuple) -> dict[str, Any]:
+        stored = self.state.get()
+        if stored is None:
+            if len(key) == 1:  # TwsTester wraps the whole key in a 1-tuple
+                key = key[0]
+            return new_state(key[0], key[1], int(key[2]))
+        return json.loads(stored[0])
+
+    def _save(self, st: dict[str, Any]) -> None:
+        self.state.update((json.dumps(st, separators=(",", ":")),))
+
+    def on_input(self, key: tuple, records: list[dict[str, Any]], proc_ms: int) -> list[dict[str, Any]]:
+        st = self._load(key)
+        tracker = QuorumTracker(self.cfg, st)
+        tracker.apply_all(records)
+        st["last_input_proc_ms"] = proc_ms
+        st["last_input_wall_ms"] = max(proc_ms, self.wall_clock_ms())
+        rows = tracker.evaluate(st["last_event_ms"], proc_ms, silent=False)
+        if st["timer_ms"] < 0:
+            st["timer_ms"] = proc_ms + self.cfg.tick_ms
+            self.handle.registerTimer(st["timer_ms"])
+        self._save(st)
+        return rows
+
+    def on_timer(self, key: tuple, proc_ms: int) -> list[dict[str, Any]]:
+        st = self._load(key)
+        silence = max(0, proc_ms - st.get("last_input_wall_ms", st["last_input_proc_ms"]))
+        if silence >= self.cfg.quorum_forget_ms:
+            self.state.clear()
+            return [{"kind": "forget", "cluster_id": st["cluster_id"], "topic": st["topic"],
+                     "partition": st["partition"], "seq": st["seq"] + 1, "now_ms": st["last_event_ms"] + silence,
+                     "proc_ms": proc_ms, "last_input_proc_ms": st["last_input_proc_ms"], "silent": True,
+                     "reason": f"quorum silent for {silence} ms"}]
+        st["timer_ms"] = proc_ms + self.cfg.tick_ms
+        self.handle.registerTimer(st["timer_ms"])
+        rows: list[dict[str, Any]] = []
+        if st["last_input_proc_ms"] != proc_ms:  # else on_input has just evaluated and emitted
+            rows = QuorumTracker(self.cfg, st).evaluate(st["last_event_ms"] + silence, proc_ms, silent=True)
+        self._save(st)
+        return rows
+
+
+class QuorumHealthPandasProcessor(StatefulProcessor):
+    """For transformWithStateInPandas: input and output are pandas DataFrames."""
+
+    def __init__(self, cfg: HealthConfig, wall_clock_ms: Callable[[], int] | None = None):
+        self.logic = _QuorumHealthLogic(cfg, wall_clock_ms)
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.logic.init(handle)
+
+    def handleInputRows(self, key, rows, timerValues) -> Iterator[Any]:
+        import pandas as pd
+        records: list[dict[str, Any]] = []
+        for pdf in rows:
+            records.extend(pdf.to_dict("records"))
+        out = self.logic.on_input(key, records, timerValues.getCurrentProcessingTimeInMs())
+        yield _to_pandas(pd, out)
+
+    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[Any]:
+        import pandas as pd
+        out = self.logic.on_timer(key, timerValues.getCurrentProcessingTimeInMs())
+        if out:
+            yield _to_pandas(pd, out)
+
+    def close(self) -> None:
+        pass
+
+
+class QuorumHealthRowProcessor(StatefulProcessor):
+    """For the row-based transformWithState: input and output are Rows."""
+
+    def __init__(self, cfg: HealthConfig, wall_clock_ms: Callable[[], int] | None = None):
+        self.logic = _QuorumHealthLogic(cfg, wall_clock_ms)
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.logic.init(handle)
+
+    def handleInputRows(self, key, rows, timerValues) -> Iterator[Any]:
+        records = [r.asDict(recursive=True) for r in rows]
+        yield from _to_rows(self.logic.on_input(key, records, timerValues.getCurrentProcessingTimeInMs()))
+
+    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[Any]:
+        yield from _to_rows(self.logic.on_timer(key, timerValues.getCurrentProcessingTimeInMs()))
+
+    def close(self) -> None:
+        pass
+
+
+def _to_pandas(pd, rows: list[dict[str, Any]]):
+    # object dtype keeps integer columns with nulls as Python ints (no float round trip).
+    return pd.DataFrame([[r.get(c) for c in HEALTH_COLUMNS] for r in rows], columns=HEALTH_COLUMNS, dtype=object)
+
+
+def _to_rows(rows: list[dict[str, Any]]):
+    from pyspark.sql import Row
+    for r in rows:
+        yield Row(**{c: r.get(c) for c in HEALTH_COLUMNS})

@@ -1,0 +1,72 @@
+"""The rows the health processor emits: one flat schema, one `kind` per row.
+
+Every evaluation of a quorum (on input or on a timer tick) emits a full snapshot of it:
+one `quorum` row and one `replica` row per replica it knows. Events ride along:
+`transition` (a replica's or the quorum's status changed), `window` (a caught-up, lagging or
+unknown interval of a replica closed: the caught-up windows, one row per interval; the open
+intervals stay in state and give `caught_up_ratio`), `truncation` (a replica's log end offset went backwards) and `forget`
+(the quorum or a replica was dropped from state, so sinks remove its series).
+Columns that do not apply to a kind are null. `seq` orders one quorum's emissions.
+Times are epoch milliseconds on the quorum's clock (its records' event time, extrapolated by
+processing time while the quorum is silent); ages are milliseconds.
+"""
+from __future__ import annotations
+
+from pyspark.sql import types as T
+
+KINDS = ("quorum", "replica", "transition", "window", "truncation", "forget")
+
+HEALTH_FIELDS: list[tuple[str, T.DataType, str]] = [
+    ("kind", T.StringType(), "one of KINDS"),
+    ("cluster_id", T.StringType(), "cluster id"),
+    ("topic", T.StringType(), "quorum topic"),
+    ("partition", T.LongType(), "quorum topic partition"),
+    ("seq", T.LongType(), "emission counter of this quorum (orders its rows)"),
+    ("now_ms", T.LongType(), "the quorum's clock at evaluation"),
+    ("proc_ms", T.LongType(), "processing time of the micro-batch that evaluated it"),
+    ("last_input_proc_ms", T.LongType(), "processing time of the last batch with input for this quorum"),
+    ("silent", T.BooleanType(), "evaluated on a timer with no input for this quorum in this batch"),
+    ("replica_id", T.LongType(), "replica (null on quorum rows)"),
+    ("role", T.StringType(), "voter | observer (replica rows)"),
+    ("status", T.StringType(), "current status (replica, quorum, transition rows)"),
+    ("previous_status", T.StringType(), "status before a transition"),
+    ("reason", T.StringType(), "why the status or event, in a few words"),
+    # replica
+    ("log_end_offset", T.LongType(), "replica's log end offset as the leader last saw it (-1 unknown)"),
+    ("lag_records", T.LongType(), "leader log end offset - replica log end offset (null unknown)"),
+    ("lag_ms", T.LongType(), "now - last caught-up time (null unknown)"),
+    ("last_fetch_ms", T.LongType(), "leader time of the last valid fetch (-1 never)"),
+    ("last_fetch_age_ms", T.LongType(), "now - last_fetch_ms (null never)"),
+    ("last_caught_up_ms", T.LongType(), "KIP-836 last caught-up time (-1 never)"),
+    ("caught_up_ratio", T.DoubleType(), "fraction of the observed horizon spent caught up"),
+    ("truncations_total", T.LongType(), "truncation events of this replica"),
+    ("truncated_records_total", T.LongType(), "records lost to truncation by this replica"),
+    # quorum
+    ("leader_id", T.LongType(), "current leader (-1 none)"),
+    ("leader_epoch", T.LongType(), "highest epoch seen"),
+    ("high_watermark", T.LongType(), "highest high watermark seen (-1 unknown)"),
+    ("hw_age_ms", T.LongType(), "now - time the high watermark last advanced (null unknown)"),
+    ("leader_log_end_offset", T.LongType(), "leader's latest log end offset (-1 unknown)"),
+    ("voters", T.LongType(), "voter count"),
+    ("voters_caught_up", T.LongType(), "voters caught up (leader included)"),
+    ("voters_reachable", T.LongType(), "voters fetching or leading"),
+    ("majority_reachable", T.BooleanType(), "voters_reachable > voters / 2"),
+    ("elections_total", T.LongType(), "epoch changes seen"),
+    ("epoch_changes_window", T.LongType(), "epoch changes within storm_window_ms"),
+    ("leaders_claimed", T.LongType(), "nodes claiming leadership of the current epoch"),
+    ("zombie_leaders", T.LongType(), "nodes claiming leadership of an older epoch, still talking"),
+    # events
+    ("records_lost", T.LongType(), "truncation: records cut from the replica's uncommitted tail"),
+    ("window_start_ms", T.LongType(), "window: interval start (its `status`: caught_up, lagging or unknown)"),
+    ("window_end_ms", T.LongType(), "window: interval end"),
+]
+
+HEALTH_SCHEMA = T.StructType([T.StructField(name, dtype) for name, dtype, _ in HEALTH_FIELDS])
+HEALTH_COLUMNS = [name for name, _, _ in HEALTH_FIELDS]
+
+# What the processor reads from the decoded events (a subset of the envelope schema).
+INPUT_COLUMNS = ["type", "cluster_id", "topic", "partition", "time_ms", "leader_id", "leader_epoch",
+                 "replica_id", "replica_role", "fetch_offset", "leader_log_end_offset", "high_watermark",
+                 "outcome", "node_id", "state", "epoch", "log_end_offset", "voter_set", "to_state",
+                 "voters", "observers"]
+KEY_COLUMNS = ["cluster_id", "topic", "partition"]

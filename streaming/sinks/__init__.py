@@ -1,0 +1,28 @@
+"""Outputs of the health stream (issue 5, "Outputs"): Prometheus, a Kafka topic, the console.
+
+For the job:
+    writer = make_batch_writer(sink_cfg, health_cfg)
+    health_df.writeStream.foreachBatch(writer).trigger(processingTime=...).start()
+    writer.monitor.record_input(n_records, newest_event_ms)   # per batch, from the source side
+    writer.monitor.record_invalid({"invalid_json": 3, ...})  # per batch, dead letters by code
+    spark.streams.addListener(make_listener(writer.monitor))  # optional, instead of record_input
+    writer.close()                                            # on shutdown
+"""
+from __future__ import annotations
+
+from streaming.health.config import HealthConfig
+
+from .batch_writer import HealthBatchWriter
+from .config import ConsoleSinkConfig, KafkaSinkConfig, PrometheusSinkConfig, SinkConfig
+from .monitor import MonitorMetrics, make_listener
+
+__all__ = ["make_batch_writer", "HealthBatchWriter", "MonitorMetrics", "make_listener", "SinkConfig",
+           "PrometheusSinkConfig", "KafkaSinkConfig", "ConsoleSinkConfig"]
+
+
+def make_batch_writer(sink_cfg: SinkConfig, health_cfg: HealthConfig,
+                      monitor: MonitorMetrics | None = None) -> HealthBatchWriter:
+    """The foreachBatch function for `build_health_stream`'s output: a callable
+    `(batch_df, batch_id) -> None` that also carries `.monitor` (the job's own health metrics,
+    exported with the rest) and `.close()`. Starts the /metrics server in exporter mode."""
+    return HealthBatchWriter(sink_cfg, health_cfg, monitor)

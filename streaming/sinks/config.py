@@ -1,0 +1,72 @@
+"""Where the health results go (YAML section `sink`): Prometheus, a Kafka topic, the console."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from streaming.health.config import ConfigError, config_from_dict
+
+PROMETHEUS_MODES = ("pushgateway", "exporter", "off")
+
+
+@dataclass(frozen=True)
+class PrometheusSinkConfig:
+    """`sink.prometheus`. `pushgateway`: PUT one group per cluster to a Pushgateway (for drivers
+    Prometheus cannot scrape). `exporter`: serve /metrics from the driver (advised for a
+    long-running job). `off`: no Prometheus output."""
+    mode: str = "pushgateway"
+    pushgateway_url: str = "http://127.0.0.1:9091"
+    job: str = "quorum_health"           # the Pushgateway `job` of every group
+    push_timeout_s: float = 2.0          # per HTTP request
+    push_attempts: int = 3               # tries per group per batch before counting a failure
+    retry_backoff_s: float = 0.2         # doubled after each failed try
+    exporter_host: str = "0.0.0.0"
+    exporter_port: int = 9464
+
+    def __post_init__(self) -> None:
+        if self.mode not in PROMETHEUS_MODES:
+            raise ConfigError(f"mode: must be one of {', '.join(PROMETHEUS_MODES)} (got {self.mode!r})")
+        if self.push_attempts < 1:
+            raise ConfigError(f"push_attempts: must be >= 1 (got {self.push_attempts})")
+        if not 0 <= self.exporter_port <= 65535:
+            raise ConfigError(f"exporter_port: must be a TCP port (got {self.exporter_port})")
+        if self.push_timeout_s <= 0 or self.retry_backoff_s < 0:
+            raise ConfigError("push_timeout_s must be > 0 and retry_backoff_s >= 0")
+
+
+@dataclass(frozen=True)
+class KafkaSinkConfig:
+    """`sink.kafka`: health transitions and closed caught-up windows as JSON, one record each,
+    keyed `cluster/topic-partition/replica` like the events topic (so one replica stays ordered)."""
+    enabled: bool = False
+    bootstrap_servers: str = "127.0.0.1:9092"
+    topic: str = "quorum-health"
+    producer_config: dict = field(default_factory=dict)  # extra confluent-kafka settings (security...)
+    flush_timeout_s: float = 10.0
+
+
+@dataclass(frozen=True)
+class ConsoleSinkConfig:
+    """`sink.console`: a compact table per micro-batch on stdout, for local runs."""
+    enabled: bool = False
+    show_healthy: bool = False           # also list replicas that are caught up
+
+
+@dataclass(frozen=True)
+class SinkConfig:
+    prometheus: PrometheusSinkConfig = field(default_factory=PrometheusSinkConfig)
+    kafka: KafkaSinkConfig = field(default_factory=KafkaSinkConfig)
+    console: ConsoleSinkConfig = field(default_factory=ConsoleSinkConfig)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None, section: str = "sink") -> "SinkConfig":
+        d = {} if d is None else d
+        if not isinstance(d, Mapping):
+            raise ConfigError(f"{section}: expected a mapping, got {type(d).__name__}")
+        parts = {f.name: f for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - set(parts))
+        if unknown:
+            raise ConfigError(f"{section}.{unknown[0]}: unknown key (known keys: {', '.join(parts)})")
+        types = {"prometheus": PrometheusSinkConfig, "kafka": KafkaSinkConfig, "console": ConsoleSinkConfig}
+        return cls(**{name: config_from_dict(types[name], value, f"{section}.{name}") for name, value in d.items()})

@@ -1,0 +1,132 @@
+"""The Prometheus metric families, rendered from the health snapshot and the monitor.
+
+Names are the agreed contract (notes/metrics-contract.md, docs/metrics.md). Families are built
+fresh at every collection from the current snapshot, never kept as client-library children, so
+a replica or quorum that is gone from the snapshot is gone from the output: no stale series.
+Unknown values (a replica that never fetched has no lag time) are NaN.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Iterator
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from streaming.health.statuses import QUORUM_STATUSES, REPLICA_STATUSES
+
+from .monitor import MonitorMetrics
+from .snapshot import HealthSnapshot, QuorumView
+
+NAN = math.nan
+REPLICA_LABELS = ["cluster", "partition", "replica", "role"]
+QUORUM_LABELS = ["cluster", "partition"]
+
+
+def _num(value: Any, scale: float = 1.0) -> float:
+    return NAN if value is None else float(value) * scale
+
+
+def _partition_label(row: dict[str, Any]) -> str:
+    return f"{row['topic']}-{row['partition']}"
+
+
+def health_families(views: list[QuorumView]) -> list[Metric]:
+    """Per-replica and per-quorum families for the given quorums."""
+    g = {name: GaugeMetricFamily(name, doc, labels=REPLICA_LABELS) for name, doc in (
+        ("quorum_replica_lag_records", "Leader log end offset minus the replica's log end offset."),
+        ("quorum_replica_lag_seconds", "Leader clock now minus the replica's last caught-up time (KIP-836)."),
+        ("quorum_replica_last_fetch_age_seconds", "Time since the replica's last valid fetch."),
+        ("quorum_replica_caught_up_ratio", "Fraction of the observed horizon the replica spent caught up."),
+    )}
+    c = {name: CounterMetricFamily(name, doc, labels=REPLICA_LABELS) for name, doc in (
+        ("quorum_replica_truncations", "Truncation events seen (log end offset went backwards)."),
+        ("quorum_replica_truncated_records", "Records lost from uncommitted tails by truncation."),
+    )}
+    replica_status = GaugeMetricFamily("quorum_replica_status", "Replica status as a state set (1 = current).",
+                                       labels=REPLICA_LABELS + ["status"])
+    q = {name: GaugeMetricFamily(name, doc, labels=QUORUM_LABELS) for name, doc in (
+        ("quorum_leader_id", "Current leader node id (-1 none)."),
+        ("quorum_leader_epoch", "Highest leader epoch seen."),
+        ("quorum_high_watermark", "Highest high watermark seen."),
+        ("quorum_high_watermark_age_seconds", "Time since the high watermark last advanced."),
+        ("quorum_voters", "Voter count."),
+        ("quorum_voters_caught_up", "Voters caught up (leader included)."),
+        ("quorum_voters_reachable", "Voters fetching or leading."),
+        ("quorum_majority_reachable", "1 when a majority of voters is reachable."),
+        ("quorum_epoch_changes_window", "Epoch changes within the storm window."),
+        ("quorum_leaders_claimed", "Nodes claiming leadership in the current epoch."),
+        ("quorum_zombie_leaders", "Nodes claiming leadership of an older epoch, still talking."),
+    )}
+    elections = CounterMetricFamily("quorum_elections", "Epoch changes seen.", labels=QUORUM_LABELS)
+    quorum_status = GaugeMetricFamily("quorum_status", "Quorum status as a state set (1 = current).",
+                                      labels=QUORUM_LABELS + ["status"])
+    for view in views:
+        qr = view.quorum
+        ql = [qr["cluster_id"], _partition_label(qr)]
+        for name, value in (("quorum_leader_id", qr["leader_id"]), ("quorum_leader_epoch", qr["leader_epoch"]),
+                            ("quorum_high_watermark", qr["high_watermark"]),
+                            ("quorum_high_watermark_age_seconds", _num(qr["hw_age_ms"], 1e-3)),
+                            ("quorum_voters", qr["voters"]), ("quorum_voters_caught_up", qr["voters_caught_up"]),
+                            ("quorum_voters_reachable", qr["voters_reachable"]),
+                            ("quorum_majority_reachable", 1 if qr["majority_reachable"] else 0),
+                            ("quorum_epoch_changes_window", qr["epoch_changes_window"]),
+                            ("quorum_leaders_claimed", qr["leaders_claimed"]),
+                            ("quorum_zombie_leaders", qr["zombie_leaders"])):
+            q[name].add_metric(ql, _num(value))
+        elections.add_metric(ql, _num(qr["elections_total"]))
+        for status in QUORUM_STATUSES:
+            quorum_status.add_metric(ql + [status], 1.0 if qr["status"] == status else 0.0)
+        for rid, rr in sorted(view.replicas.items()):
+            rl = ql + [str(rid), rr["role"]]
+            g["quorum_replica_lag_records"].add_metric(rl, _num(rr["lag_records"]))
+            g["quorum_replica_lag_seconds"].add_metric(rl, _num(rr["lag_ms"], 1e-3))
+            g["quorum_replica_last_fetch_age_seconds"].add_metric(rl, _num(rr["last_fetch_age_ms"], 1e-3))
+            g["quorum_replica_caught_up_ratio"].add_metric(rl, _num(rr["caught_up_ratio"]))
+            c["quorum_replica_truncations"].add_metric(rl, _num(rr["truncations_total"]))
+            c["quorum_replica_truncated_records"].add_metric(rl, _num(rr["truncated_records_total"]))
+            for status in REPLICA_STATUSES:
+                replica_status.add_metric(rl + [status], 1.0 if rr["status"] == status else 0.0)
+    return [*g.values(), *c.values(), replica_status, *q.values(), elections, quorum_status]
+
+
+def monitor_families(monitor: MonitorMetrics, extra_labels: dict[str, str] | None = None) -> list[Metric]:
+    """The job's own health. `extra_labels` adds e.g. cluster="_monitor" for the Pushgateway group."""
+    names = list(extra_labels or {})
+    values = [extra_labels[n] for n in names]
+    snap = monitor.snapshot()
+    records = CounterMetricFamily("quorum_monitor_input_records", "Records read from the events topic.",
+                                  labels=names)
+    records.add_metric(values, snap["input_records_total"])
+    invalid = CounterMetricFamily("quorum_monitor_invalid_records", "Records dead-lettered, by ContractError code.",
+                                  labels=names + ["reason"])
+    for reason, n in sorted(snap["invalid_records_total"].items()):
+        invalid.add_metric(values + [reason], n)
+    failures = CounterMetricFamily("quorum_monitor_push_failures", "Pushgateway pushes that failed.", labels=names)
+    failures.add_metric(values, snap["push_failures_total"])
+    out: list[Metric] = [records, invalid, failures]
+    for name, doc, value in (
+            ("quorum_monitor_batch_duration_seconds", "Wall time of the last micro-batch.", snap["batch_duration_s"]),
+            ("quorum_monitor_input_delay_seconds", "Now minus the newest event time in the last batch.",
+             snap["input_delay_s"]),
+            ("quorum_monitor_last_batch_timestamp_seconds", "Unix time of the last completed batch.",
+             snap["last_batch_s"]),
+            ("quorum_monitor_input_stalled", "1 when no input record arrived for the stall threshold.",
+             1 if snap["input_stalled"] else 0)):
+        fam = GaugeMetricFamily(name, doc, labels=names)
+        fam.add_metric(values, _num(value))
+        out.append(fam)
+    return out
+
+
+class HealthCollector(Collector):
+    """Everything the job exports, for a registry served by the driver (exporter mode) or pushed."""
+
+    def __init__(self, snapshot: HealthSnapshot, monitor: MonitorMetrics | None, cluster: str | None = None,
+                 monitor_labels: dict[str, str] | None = None):
+        self.snapshot, self.monitor, self.cluster, self.monitor_labels = snapshot, monitor, cluster, monitor_labels
+
+    def collect(self) -> Iterator[Metric]:
+        yield from health_families(self.snapshot.views(self.cluster))
+        if self.monitor is not None:
+            yield from monitor_families(self.monitor, self.monitor_labels)

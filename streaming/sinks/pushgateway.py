@@ -1,0 +1,90 @@
+"""Push to a Prometheus Pushgateway: one group per cluster, replaced whole (HTTP PUT).
+
+PUT replaces every series of the group, so a replica that vanished from a cluster's snapshot
+vanishes from the Pushgateway at the next push; a cluster that vanished entirely is deleted.
+The job's own health is the group cluster="_monitor".
+
+A Pushgateway that is down must never stop the job: each group is tried `push_attempts` times
+with doubling backoff; after that the failure is counted (`quorum_monitor_push_failures_total`),
+the group stays dirty and is pushed again with the next batch. Once one group has failed in a
+batch the rest are not tried in that batch (counted as failed too), so a dead gateway costs one
+group's retries per batch, not one per cluster.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Callable
+
+from prometheus_client import CollectorRegistry, delete_from_gateway, push_to_gateway
+
+from .config import PrometheusSinkConfig
+from .monitor import MonitorMetrics
+from .prometheus_metrics import HealthCollector
+from .snapshot import HealthSnapshot
+
+log = logging.getLogger(__name__)
+MONITOR_GROUP = "_monitor"
+
+
+class PushgatewaySink:
+    def __init__(self, cfg: PrometheusSinkConfig, snapshot: HealthSnapshot, monitor: MonitorMetrics,
+                 sleep: Callable[[float], None] = time.sleep):
+        self.cfg, self.snapshot, self.monitor, self.sleep = cfg, snapshot, monitor, sleep
+        self.dirty: set[str] = set()
+        self.to_delete: set[str] = set()
+
+    def publish(self, changed: set[str], vanished: set[str]) -> None:
+        self.dirty |= changed - vanished
+        self.to_delete |= vanished
+        self.dirty -= vanished
+        gateway_down = False
+        for cluster in sorted(self.to_delete):
+            if gateway_down or not self._try(lambda c=cluster: self._delete(c), f"delete {cluster}"):
+                gateway_down = True
+                continue
+            self.to_delete.discard(cluster)
+        for cluster in sorted(self.dirty):
+            if gateway_down or not self._try(lambda c=cluster: self._push_cluster(c), f"push {cluster}"):
+                gateway_down = True
+                self.monitor.record_push_failures()
+                continue
+            self.dirty.discard(cluster)
+        # The monitor group goes last so its failure count includes this batch's failures.
+        if gateway_down or not self._try(self._push_monitor, "push monitor"):
+            self.monitor.record_push_failures()
+
+    def _push_cluster(self, cluster: str) -> None:
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(HealthCollector(self.snapshot, None, cluster=cluster))
+        push_to_gateway(self.cfg.pushgateway_url, job=self.cfg.job, registry=registry,
+                        grouping_key={"cluster": cluster}, timeout=self.cfg.push_timeout_s)
+
+    def _push_monitor(self) -> None:
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(HealthCollector(HealthSnapshot(), self.monitor,
+                                          monitor_labels={"cluster": MONITOR_GROUP}))
+        push_to_gateway(self.cfg.pushgateway_url, job=self.cfg.job, registry=registry,
+                        grouping_key={"cluster": MONITOR_GROUP}, timeout=self.cfg.push_timeout_s)
+
+    def _delete(self, cluster: str) -> None:
+        delete_from_gateway(self.cfg.pushgateway_url, job=self.cfg.job, grouping_key={"cluster": cluster},
+                            timeout=self.cfg.push_timeout_s)
+
+    def _try(self, action: Callable[[], None], what: str) -> bool:
+        backoff = self.cfg.retry_backoff_s
+        for attempt in range(1, self.cfg.push_attempts + 1):
+            try:
+                action()
+                return True
+            except Exception as e:  # URLError, HTTPError, timeouts: all mean "not pushed"
+                if attempt == self.cfg.push_attempts:
+                    log.warning("Pushgateway %s: %s failed after %d attempts: %s",
+                                self.cfg.pushgateway_url, what, attempt, e)
+                    return False
+                self.sleep(backoff)
+                backoff *= 2
+        return False
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,101 @@
+"""The driver's picture of every quorum: the latest health snapshot per quorum, fed by batches.
+
+The processor emits a full snapshot of each quorum on every evaluation; this store keeps the
+latest one per (cluster, topic, partition), so the Prometheus sinks render exactly the replicas
+that exist now (a forgotten replica or quorum simply is not there any more).
+
+Holding verdicts while the whole input is stalled: a quorum evaluated on a timer with no input
+(`silent`) gets its verdict from silence. That is evidence only if other input arrived after this
+quorum's last input; if nothing at all arrived since (broker down, topic idle), every quorum
+looks silent and none of those verdicts mean anything. Such rows are held: the store keeps the
+last verdict and their events are not published. Comparing the batch timestamps of the last
+input (`last_input_proc_ms`) needs no clock of the driver's own.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+EVENT_KINDS = ("transition", "window", "truncation", "forget")
+
+
+@dataclass
+class QuorumView:
+    quorum: dict[str, Any]
+    replicas: dict[int, dict[str, Any]]
+
+
+@dataclass
+class Applied:
+    """What one batch changed: clusters to re-publish, clusters gone, events to publish."""
+    changed_clusters: set[str] = field(default_factory=set)
+    vanished_clusters: set[str] = field(default_factory=set)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    held_quorums: int = 0
+    newest_event_ms: int | None = None
+
+
+class HealthSnapshot:
+    def __init__(self) -> None:
+        self.quorums: dict[tuple[str, str, int], QuorumView] = {}
+        self.last_input_proc_ms = -1  # the latest batch timestamp in which any quorum had input
+        self._lock = threading.Lock()  # the exporter's HTTP thread reads while a batch writes
+
+    def apply(self, rows: Iterable[dict[str, Any]]) -> Applied:
+        rows = list(rows)
+        with self._lock:
+            return self._apply(rows)
+
+    def _apply(self, rows: list[dict[str, Any]]) -> Applied:
+        for r in rows:
+            if r.get("last_input_proc_ms") is not None:
+                self.last_input_proc_ms = max(self.last_input_proc_ms, r["last_input_proc_ms"])
+        by_quorum: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
+        for r in rows:
+            by_quorum.setdefault((r["cluster_id"], r["topic"], int(r["partition"])), []).append(r)
+        out = Applied()
+        for key, qrows in by_quorum.items():
+            qrows.sort(key=lambda r: (r["seq"], r["now_ms"] or 0))
+            if self._held(qrows):
+                out.held_quorums += 1
+                continue
+            out.events.extend(r for r in qrows if r["kind"] in EVENT_KINDS)
+            self._apply_quorum(key, qrows, out)
+            for r in qrows:
+                if r["kind"] == "quorum" and not r["silent"]:
+                    out.newest_event_ms = max(out.newest_event_ms or 0, r["now_ms"])
+        return out
+
+    def _held(self, qrows: list[dict[str, Any]]) -> bool:
+        last = qrows[-1]
+        return bool(last["silent"]) and last["last_input_proc_ms"] >= self.last_input_proc_ms
+
+    def _apply_quorum(self, key: tuple[str, str, int], qrows: list[dict[str, Any]], out: Applied) -> None:
+        cluster = key[0]
+        for r in qrows:
+            if r["kind"] == "forget":
+                view = self.quorums.get(key)
+                if r.get("replica_id") is None:
+                    self.quorums.pop(key, None)
+                elif view is not None:
+                    view.replicas.pop(int(r["replica_id"]), None)
+                out.changed_clusters.add(cluster)
+        snapshot_seq = max((r["seq"] for r in qrows if r["kind"] == "quorum"), default=None)
+        if snapshot_seq is not None:
+            latest = [r for r in qrows if r["seq"] == snapshot_seq]
+            quorum = next(r for r in latest if r["kind"] == "quorum")
+            replicas = {int(r["replica_id"]): r for r in latest if r["kind"] == "replica"}
+            self.quorums[key] = QuorumView(quorum, replicas)
+            out.changed_clusters.add(cluster)
+        for c in list(out.changed_clusters):
+            if c == cluster and not any(k[0] == cluster for k in self.quorums):
+                out.vanished_clusters.add(cluster)
+
+    def clusters(self) -> list[str]:
+        with self._lock:
+            return sorted({k[0] for k in self.quorums})
+
+    def views(self, cluster: str | None = None) -> list[QuorumView]:
+        with self._lock:
+            return [v for k, v in sorted(self.quorums.items()) if cluster is None or k[0] == cluster]
