@@ -420,12 +420,12 @@ class RaftNode:
 
     def _resign(self, st: LeaderState, reason: str) -> None:
         successors = st.preferred_successors()
+        self._transition(ResignedState(st.epoch, self.node_id, self._election_deadline(self._now)), reason)
         part = EndQuorumEpochPartitionRequest(self.partition, self.node_id, st.epoch, successors)
         for v in self.voters:
             if v != self.node_id:
                 self._send(v, EndQuorumEpochRequest(self.cluster_id, (EndQuorumEpochTopicRequest(
                     self.topic, (part,)),)), kind="end")
-        self._transition(ResignedState(st.epoch, self.node_id, self._election_deadline(self._now)), reason)
 
     def _maybe_handle_common_response(self, error_code: int, leader_id: int, leader_epoch: int) -> bool:
         """Every response names the responder's leader and epoch: learn from it. True if the

@@ -1,0 +1,131 @@
+"""Fetch as the leader answers it: epoch checks, the divergence check with the epoch cache,
+long poll, and the fetch events of the event contract."""
+from quorum import events
+from quorum.raft import messages as m
+from quorum.raft.config import RaftConfig
+from quorum.raft.log import LogRecord
+from quorum.raft.quorum_state_store import ElectionState
+
+from .context import Ctx, fetch_request, only_partition
+
+
+def _leader(log_epochs=(1, 1, 2, 2, 2, 4), voters=(0, 1, 2), config=None):
+    ctx = Ctx(voters=voters, log_epochs=log_epochs, stored=ElectionState(4, voters=voters), config=config)
+    ctx.become_leader()
+    return ctx
+
+
+def _answer(ctx):
+    (resp,) = ctx.sent(m.FetchResponse)
+    return only_partition(resp.body)
+
+
+def test_fetch_with_older_epoch_is_fenced_and_names_the_leader():
+    ctx = _leader()
+    ctx.fetch_from(1, 0, 0, epoch=ctx.node.epoch - 1)
+    part = _answer(ctx)
+    assert part.error_code == m.Errors.FENCED_LEADER_EPOCH
+    assert part.current_leader == m.LeaderIdAndEpoch(0, ctx.node.epoch)
+
+
+def test_fetch_with_newer_epoch_is_unknown_leader_epoch():
+    ctx = _leader()
+    ctx.fetch_from(1, 0, 0, epoch=ctx.node.epoch + 1)
+    assert _answer(ctx).error_code == m.Errors.UNKNOWN_LEADER_EPOCH
+
+
+def test_fetch_to_non_leader_is_not_leader_or_follower_with_the_known_leader():
+    ctx = Ctx(stored=ElectionState(3, leader_id=2, voters=(0, 1, 2)))
+    ctx.fetch_from(1, 0, 0, epoch=3)
+    part = _answer(ctx)
+    assert part.error_code == m.Errors.NOT_LEADER_OR_FOLLOWER
+    assert part.current_leader == m.LeaderIdAndEpoch(2, 3)
+    assert ctx.out.events[0].outcome == "not_leader"
+
+
+def test_consistent_fetch_returns_records_from_fetch_offset():
+    ctx = _leader()
+    ctx.fetch_from(1, 2, 1)
+    part = _answer(ctx)
+    assert part.diverging_epoch is None and part.error_code == 0
+    assert [r.offset for r in part.records] == list(range(2, ctx.log.end_offset()))
+
+
+def test_fetch_epoch_absent_from_leader_log_answers_largest_smaller_epoch_and_its_end():
+    ctx = _leader()
+    ctx.fetch_from(1, 5, 3)               # epoch 3 never existed on the leader
+    part = _answer(ctx)
+    assert part.diverging_epoch == m.EpochEndOffset(2, 5) and part.records == ()
+    assert ctx.out.events[0].outcome == "diverging"
+
+
+def test_fetch_offset_beyond_end_of_its_epoch_diverges():
+    ctx = _leader()
+    ctx.fetch_from(1, 4, 1)               # epoch 1 ends at offset 2 on the leader
+    assert _answer(ctx).diverging_epoch == m.EpochEndOffset(1, 2)
+
+
+def test_fetch_epoch_below_every_leader_epoch_truncates_to_zero():
+    ctx = _leader(log_epochs=(3, 3))
+    ctx.fetch_from(1, 1, 1)
+    assert _answer(ctx).diverging_epoch == m.EpochEndOffset(0, 0)
+
+
+def test_negative_fetch_offset_is_out_of_range():
+    ctx = _leader()
+    ctx.fetch_from(1, -5, 0)
+    assert _answer(ctx).error_code == m.Errors.OFFSET_OUT_OF_RANGE
+
+
+def test_caught_up_fetch_is_held_until_new_data_then_answered():
+    ctx = _leader()
+    leo = ctx.log.end_offset()
+    ctx.fetch_from(1, leo, ctx.node.epoch, max_wait_ms=500)
+    ctx.fetch_from(2, leo, ctx.node.epoch, max_wait_ms=500)   # advances the high watermark: both answered
+    ctx.fetch_from(1, leo, ctx.node.epoch, max_wait_ms=500)
+    assert ctx.sent(m.FetchResponse) == []                     # parked: nothing new
+    ctx.out = ctx.node.append([b"new"], ctx.now + 5)
+    (resp,) = ctx.sent(m.FetchResponse)
+    assert [r.value for r in only_partition(resp.body).records] == [b"new"]
+
+
+def test_caught_up_fetch_is_answered_empty_after_the_long_poll():
+    ctx = _leader(config=RaftConfig(max_idle_interval_ms=0))
+    leo = ctx.log.end_offset()
+    ctx.fetch_from(1, leo, ctx.node.epoch, max_wait_ms=500)
+    ctx.fetch_from(2, leo, ctx.node.epoch, max_wait_ms=500)
+    ctx.fetch_from(1, leo, ctx.node.epoch, max_wait_ms=500)
+    ctx.tick(499)
+    assert ctx.sent(m.FetchResponse) == []
+    ctx.tick(1)
+    (resp,) = ctx.sent(m.FetchResponse)
+    assert only_partition(resp.body).records == ()
+
+
+def test_every_handled_fetch_yields_a_valid_fetch_event():
+    ctx = _leader()
+    leo = ctx.log.end_offset()
+    ctx.fetch_from(1, 2, 1)
+    (e,) = ctx.out.events
+    assert isinstance(e, events.Fetch)
+    events.validate(e)
+    assert (e.replica_id, e.fetch_offset, e.fetch_epoch, e.leader_log_end_offset, e.outcome, e.replica_role) == \
+        (1, 2, 1, leo, "valid", "voter")
+    ctx.fetch_from(7, 0, 0)
+    assert ctx.out.events[0].replica_role == "observer"
+
+
+def test_fetch_with_inconsistent_cluster_id_is_refused_top_level():
+    ctx = _leader()
+    ctx.deliver(1, fetch_request(ctx.node.epoch, 0, 0, 1, cluster_id="other"))
+    (resp,) = ctx.sent(m.FetchResponse)
+    assert resp.body.error_code == m.Errors.INCONSISTENT_CLUSTER_ID
+    assert ctx.out.events[0].outcome == "inconsistent_cluster_id"
+
+
+def test_fetch_response_carries_records_with_their_epochs_and_kinds():
+    ctx = _leader()
+    ctx.fetch_from(1, 0, 0)
+    recs = _answer(ctx).records
+    assert all(isinstance(r, LogRecord) for r in recs)
+    assert recs[-1].kind == "leader_change" and recs[-1].epoch == ctx.node.epoch
