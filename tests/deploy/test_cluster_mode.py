@@ -162,6 +162,8 @@ def test_spark_application_runs_the_job_with_the_native_connector_and_its_config
     assert volumes[config_volume]["configMap"]["name"] == config_map["metadata"]["name"]
     job = yaml.safe_load(config_map["data"][config_path.name])
     assert job["source"]["kind"] == "native"
+    from streaming.sinks.config import SinkConfig
+    assert SinkConfig.from_dict(job["sink"]).prometheus.mode == "pushgateway"
     # the checkpoint is on the shared volume, mounted in the driver and every executor alike
     executor_mounts = {m["name"]: m["mountPath"] for m in app["executor"]["volumeMounts"]}
     assert mounts["checkpoint"] == executor_mounts["checkpoint"]
