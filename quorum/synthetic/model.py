@@ -17,7 +17,7 @@ import itertools
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Callable, Iterator
 
 from quorum import events
 from quorum.synthetic.faults import REPLICA_FAULTS, Fault, FaultSpecError, TimelineEntry
@@ -70,11 +70,12 @@ class SyntheticConfig:
 
 
 class Node:
-    __slots__ = ("id", "role", "state", "epoch", "leader_id", "log_end", "epochs", "hw", "view", "parked",
+    __slots__ = ("id", "key", "role", "state", "epoch", "leader_id", "log_end", "epochs", "hw", "view", "parked",
                  "epoch_start", "leader_gen", "fetch_gen", "pending_end", "disk_stalled")
 
-    def __init__(self, node_id: int, role: str):
+    def __init__(self, node_id: int, role: str, key_prefix: str):
         self.id = node_id
+        self.key = (key_prefix + str(node_id)).encode()  # the contract's Kafka key
         self.role = role
         self.state = "follower" if role == "voter" else "observer"
         self.epoch = 0
@@ -110,10 +111,11 @@ class Cluster:
         self.world = world
         self.index = index
         self.id = f"{cfg.cluster_prefix}-{cfg.first_cluster + index}"
+        self.key_prefix = f"{self.id}/{cfg.topic}-{cfg.partition}/"
         self.voter_ids = list(range(1, cfg.voters + 1))
-        self.nodes = {i: Node(i, "voter") for i in self.voter_ids}
+        self.nodes = {i: Node(i, "voter", self.key_prefix) for i in self.voter_ids}
         for j in range(cfg.observers):
-            self.nodes[cfg.voters + 1 + j] = Node(cfg.voters + 1 + j, "observer")
+            self.nodes[cfg.voters + 1 + j] = Node(cfg.voters + 1 + j, "observer", self.key_prefix)
         self.leader_id = -1
         self.stalled: set[int] = set()
         self.cut: set[int] = set()
@@ -123,20 +125,20 @@ class Cluster:
         self.fault_replicas: dict[int, int] = {}  # fault id -> replica it hit
         self._offsets: list[int] = []             # append times of the committed log, for KIP-835 lag
         self._times: list[int] = []
-        self.key_prefix = f"{self.id}/{cfg.topic}-{cfg.partition}/"
         where = {"cluster_id": self.id, "topic": cfg.topic, "partition": cfg.partition}
-        self.encode_fetch = events.make_encoder(events.Fetch, **where)
+        self.fetch_encoders = {(role, outcome): events.make_encoder(events.Fetch, **where, replica_role=role,
+                                                                    outcome=outcome)
+                               for role in events.ROLES for outcome in ("valid", "diverging")}
         self.encode_metrics = events.make_encoder(events.Metrics, **where, voter_set=self.voter_ids,
                                                   dropped_events_total=0)
         self.encode_state_change = events.make_encoder(events.StateChange, **where)
 
     # --- helpers ---------------------------------------------------------------------------
-    def schedule(self, t: int, action: str, node: int = 0, gen: int = 0) -> None:
-        self.world.schedule(t, self.index, action, node, gen)
+    def schedule(self, t: int, action: Callable[[int, int, int], None], node: int = 0, gen: int = 0) -> None:
+        heapq.heappush(self.world.heap, (t, next(self.world.seq), action, node, gen))
 
     def delay(self) -> int:
-        lo, hi = self.world.config.network_delay_ms
-        return lo + int(self.world.rng.random() * (hi - lo + 1))
+        return self.world.next_delay()
 
     def reachable(self, a: int, b: int) -> bool:
         return not ({a, b} & (self.cut | self.isolated))
@@ -148,7 +150,7 @@ class Cluster:
     def state_change(self, t: int, node: Node, to_state: str, reason: str) -> None:
         before = node.state
         node.state = to_state
-        self.world.emit(self.key_prefix + str(node.id), self.encode_state_change(
+        self.world.emit(node.key, self.encode_state_change(
             t, node.id, before, to_state, node.epoch, node.leader_id, reason), t)
 
     # --- boot --------------------------------------------------------------------------------
@@ -165,7 +167,7 @@ class Cluster:
         self.become_leader(t, leader, append_leader_change=False)
         leader.epoch_start = 0
         for node in self.nodes.values():
-            self.schedule(t + rng.randint(0, cfg.metrics_interval_ms), "on_metrics", node.id)
+            self.schedule(t + rng.randint(0, cfg.metrics_interval_ms), self.on_metrics, node.id)
 
     def become_leader(self, t: int, leader: Node, append_leader_change: bool = True) -> None:
         self.leader_id = leader.id
@@ -178,9 +180,9 @@ class Cluster:
             leader.epochs.append((leader.epoch, leader.log_end))
             leader.epoch_start = leader.log_end
             self.append(t, leader, 1)  # the LeaderChangeMessage
-        self.schedule(t + self.world.config.noop_interval_ms, "on_noop", leader.id, leader.leader_gen)
+        self.schedule(t + self.world.config.noop_interval_ms, self.on_noop, leader.id, leader.leader_gen)
         if self.world.config.append_interval_ms:
-            self.schedule(t + self.world.config.append_interval_ms, "on_workload", leader.id, leader.leader_gen)
+            self.schedule(t + self.world.config.append_interval_ms, self.on_workload, leader.id, leader.leader_gen)
         for node in self.nodes.values():
             if node is not leader and node.id not in self.isolated and node.id not in self.cut:
                 node.epoch, node.leader_id = leader.epoch, leader.id
@@ -188,7 +190,7 @@ class Cluster:
 
     def start_fetching(self, t: int, node: Node) -> None:
         node.fetch_gen += 1
-        self.schedule(t + self.delay(), "on_arrive", node.id, node.fetch_gen)
+        self.schedule(t + self.delay(), self.on_arrive, node.id, node.fetch_gen)
 
     # --- leader side ---------------------------------------------------------------------------
     def append(self, t: int, leader: Node, n: int) -> None:
@@ -204,7 +206,11 @@ class Cluster:
                 if cut > 0:
                     del self._offsets[:cut], self._times[:cut]
         for fetcher in list(leader.parked):
-            self.respond(t + self.delay(), leader, self.nodes[fetcher])
+            node = self.nodes[fetcher]
+            if self.reachable(leader.id, fetcher):
+                self.respond(t + self.delay(), leader, node)
+            else:  # the answer is lost: the fetcher's request times out and it tries again
+                self.schedule(t + self.world.config.long_poll_ms, self.on_arrive, fetcher, node.fetch_gen)
         leader.parked.clear()
         self.update_hw(leader)
 
@@ -219,14 +225,14 @@ class Cluster:
         if leader.state != "leader" or gen != leader.leader_gen:
             return
         self.append(t, leader, 1)
-        self.schedule(t + self.world.config.noop_interval_ms, "on_noop", node_id, gen)
+        self.schedule(t + self.world.config.noop_interval_ms, self.on_noop, node_id, gen)
 
     def on_workload(self, t: int, node_id: int, gen: int) -> None:
         leader = self.nodes[node_id]
         if leader.state != "leader" or gen != leader.leader_gen:
             return
         self.append(t, leader, self.world.config.append_batch)
-        self.schedule(t + self.world.config.append_interval_ms, "on_workload", node_id, gen)
+        self.schedule(t + self.world.config.append_interval_ms, self.on_workload, node_id, gen)
 
     def on_arrive(self, t: int, node_id: int, gen: int) -> None:
         """A fetch from `node_id` reaches the leader it believes in (or is lost on the way)."""
@@ -235,9 +241,8 @@ class Cluster:
             return
         leader = self.nodes[node.leader_id]
         if not self.reachable(node.id, leader.id) or leader.state != "leader":
-            self.schedule(t + self.world.config.long_poll_ms, "on_arrive", node_id, gen)  # timed out: retry
+            self.schedule(t + self.world.config.long_poll_ms, self.on_arrive, node_id, gen)  # timed out: retry
             return
-        cfg = self.world.config
         end_of_epoch = leader.end_of_epoch(node.last_epoch)
         role = node.role
         if node.log_end > end_of_epoch:
@@ -249,7 +254,7 @@ class Cluster:
             node.log_end = truncated_to
             node.epochs = [(e, s) for e, s in node.epochs if s < truncated_to] or [(node.last_epoch, 0)]
             node.hw = min(node.hw, node.log_end)
-            self.schedule(t + 2 * self.delay(), "on_arrive", node_id, gen)
+            self.schedule(t + 2 * self.delay(), self.on_arrive, node_id, gen)
             return
         if role == "voter":
             leader.view[node.id] = node.log_end
@@ -258,14 +263,21 @@ class Cluster:
         if node.log_end < leader.log_end:
             self.respond(t + self.delay(), leader, node)
         else:
-            poll_id = next(self.world.poll_ids)
-            leader.parked[node.id] = poll_id
-            self.schedule(t + cfg.long_poll_ms, "on_poll_timeout", node.id, poll_id)
+            self.park(t, leader, node)
+
+    def park(self, t: int, leader: Node, node: Node) -> None:
+        """Hold a caught-up fetch until new data or the long-poll timeout. When a workload appends
+        more often than the timeout and the leader's disk is fine, the timeout cannot win, so no
+        timer is set (most heap events would otherwise be dead timers)."""
+        poll_id = next(self.world.poll_ids)
+        leader.parked[node.id] = poll_id
+        cfg = self.world.config
+        if leader.disk_stalled or not cfg.append_interval_ms or cfg.append_interval_ms >= cfg.long_poll_ms:
+            self.schedule(t + cfg.long_poll_ms, self.on_poll_timeout, node.id, poll_id)
 
     def emit_fetch(self, t: int, leader: Node, node: Node, outcome: str) -> None:
-        self.world.emit(self.key_prefix + str(node.id), self.encode_fetch(
-            t, leader.id, leader.epoch, node.id, node.role,
-            node.log_end, node.last_epoch, leader.log_end, leader.hw, outcome), t)
+        self.world.emit(node.key, self.fetch_encoders[node.role, outcome](
+            t, leader.id, leader.epoch, node.id, node.log_end, node.last_epoch, leader.log_end, leader.hw), t)
 
     def respond(self, t: int, leader: Node, node: Node) -> None:
         """The fetch response reaches `node` at `t`; it appends and sends its next fetch. (Applied
@@ -288,13 +300,14 @@ class Cluster:
         leader = self.nodes[node.leader_id]
         cfg = self.world.config
         if node_id in self.stalled:  # slow disk: the records never make it into its log in time
-            self.schedule(t + cfg.stall_fetch_interval_ms, "on_arrive", node_id, gen)
+            self.schedule(t + cfg.stall_fetch_interval_ms, self.on_arrive, node_id, gen)
             return
         if node.pending_end > node.log_end:
             node.log_end = node.pending_end
-            node.epochs = [(e, s) for e, s in leader.epochs if s < node.log_end]
+            if len(node.epochs) != len(leader.epochs) or node.epochs[-1] != leader.epochs[-1]:
+                node.epochs = [(e, s) for e, s in leader.epochs if s < node.log_end]
         node.hw = min(leader.hw, node.log_end)
-        self.schedule(t + self.delay(), "on_arrive", node_id, gen)
+        self.schedule(t + self.delay(), self.on_arrive, node_id, gen)
 
     # --- every node -----------------------------------------------------------------------------
     def on_metrics(self, t: int, node_id: int, _gen: int) -> None:
@@ -303,10 +316,10 @@ class Cluster:
         applied_ts = self.append_time(committed) if committed >= 0 else -1
         lag = max(0, t - applied_ts) if applied_ts >= 0 else -1
         state, leader_id = ("leader", node_id) if node_id in self.claimants else (node.state, node.leader_id)
-        self.world.emit(self.key_prefix + str(node_id), self.encode_metrics(
+        self.world.emit(node.key, self.encode_metrics(
             t, node_id, state, leader_id, node.epoch, node.log_end, node.hw, committed, applied_ts, committed,
             lag), t)
-        self.schedule(t + cfg.metrics_interval_ms, "on_metrics", node_id)
+        self.schedule(t + cfg.metrics_interval_ms, self.on_metrics, node_id)
 
     # --- elections ------------------------------------------------------------------------------
     def elect(self, t: int, reason: str, exclude: int) -> Node | None:
@@ -342,7 +355,7 @@ class Cluster:
     def on_elect(self, t: int, old_leader: int, _gen: int) -> None:
         if old_leader in self.isolated and self.leader_id == old_leader:
             if self.elect(t, "fetch timeout: leader unreachable", exclude=old_leader) is None:
-                self.schedule(t + self.world.config.election_timeout_ms, "on_elect", old_leader)
+                self.schedule(t + self.world.config.election_timeout_ms, self.on_elect, old_leader)
 
     def on_check_quorum(self, t: int, node_id: int, gen: int) -> None:
         node = self.nodes[node_id]
@@ -350,7 +363,7 @@ class Cluster:
             self.state_change(t, node, "resigned", "check quorum: no fetches from a majority for 1.5 x fetch timeout")
             self.world.timeline.append(TimelineEntry("resignation", self.id, node_id, t, t, {"epoch": node.epoch}))
             node.leader_id = -1
-            self.schedule(t + self.world.config.election_timeout_ms, "on_unattached", node_id)
+            self.schedule(t + self.world.config.election_timeout_ms, self.on_unattached, node_id)
 
     def on_unattached(self, t: int, node_id: int, _gen: int) -> None:
         node = self.nodes[node_id]
@@ -381,7 +394,7 @@ class Cluster:
             self.announce_observers(t + 3, winner)
             self.world.timeline.append(TimelineEntry("election", self.id, winner.id, t + 2, t + 2,
                                                      {"epoch": epoch, "reason": "election storm"}))
-        self.schedule(t + self.world.config.storm_period_ms, "on_storm")
+        self.schedule(t + self.world.config.storm_period_ms, self.on_storm)
 
     # --- faults -----------------------------------------------------------------------------------
     def default_replica(self) -> int:
@@ -403,23 +416,26 @@ class Cluster:
             self.stalled.add(replica)
         elif fault.kind == "cutoff":
             self.cut.add(replica)
-            self.schedule(t + cfg.fetch_timeout_ms, "on_cutoff_timeout", replica)
+            self.schedule(t + cfg.fetch_timeout_ms, self.on_cutoff_timeout, replica)
         elif fault.kind == "leader_partition":
             self.isolated.add(replica)
             jitter = self.world.rng.randint(0, cfg.election_timeout_ms // 4)
-            self.schedule(t + cfg.fetch_timeout_ms + jitter, "on_elect", replica)
-            self.schedule(t + cfg.fetch_timeout_ms * 3 // 2, "on_check_quorum", replica, node.leader_gen)
+            self.schedule(t + cfg.fetch_timeout_ms + jitter, self.on_elect, replica)
+            self.schedule(t + cfg.fetch_timeout_ms * 3 // 2, self.on_check_quorum, replica, node.leader_gen)
         elif fault.kind == "hw_stall":
-            self.nodes[self.leader_id].disk_stalled = True
+            leader = self.nodes[self.leader_id]
+            leader.disk_stalled = True
+            for fetcher, poll_id in leader.parked.items():  # their long polls now run out
+                self.schedule(t + cfg.long_poll_ms, self.on_poll_timeout, fetcher, poll_id)
             entry.replica_id = -1
             entry.detail["leader"] = self.leader_id
         elif fault.kind == "election_storm":
             self.storm_until = t + fault.duration_ms
-            self.schedule(t, "on_storm")
+            self.schedule(t, self.on_storm)
         elif fault.kind == "split_brain":
             self.claimants.add(replica)
             self.emit_claim(t, node, "follower", "leader", "claims leadership in the current epoch (injected fault)")
-        self.schedule(t + fault.duration_ms, "on_fault_end", fault_id)
+        self.schedule(t + fault.duration_ms, self.on_fault_end, fault_id)
 
     def on_cutoff_timeout(self, t: int, node_id: int, _gen: int) -> None:
         node = self.nodes[node_id]
@@ -452,7 +468,7 @@ class Cluster:
     def emit_claim(self, t: int, node: Node, before: str, after: str, reason: str) -> None:
         """A split-brain claimant reports leadership while it keeps following the real leader."""
         leader_id = node.id if after == "leader" else node.leader_id
-        self.world.emit(self.key_prefix + str(node.id), self.encode_state_change(
+        self.world.emit(node.key, self.encode_state_change(
             t, node.id, before, after, node.epoch, leader_id, reason), t)
 
     def rejoin(self, t: int, node: Node) -> None:
@@ -475,29 +491,36 @@ class SyntheticQuorum:
         self.start_ms = config.start_ms if config.start_ms is not None else int(time.time() * 1000)
         self.now = self.start_ms
         self.timeline: list[TimelineEntry] = []
-        self._heap: list[tuple] = []
-        self._seq = itertools.count()
+        self.heap: list[tuple] = []  # (time, sequence, bound action, node, generation)
+        self.seq = itertools.count()
         self._out: list[tuple[bytes, bytes, int]] = []
         self.poll_ids = itertools.count(1)
+        lo, hi = config.network_delay_ms
+        self._delays = [self.rng.randint(lo, hi) for _ in range(4099)]  # a prime-length cycle, drawn once
+        self._delay_index = 0
         self.clusters = [Cluster(self, i) for i in range(config.clusters)]
         for c in self.clusters:
             c.boot(self.start_ms)
         for i, f in enumerate(config.faults):
-            self.schedule(self.start_ms + f.start_ms, f.cluster, "on_fault_start", i)
+            self.schedule(self.start_ms + f.start_ms, self.clusters[f.cluster].on_fault_start, i)
 
-    def schedule(self, t: int, cluster: int, action: str, node: int = 0, gen: int = 0) -> None:
-        heapq.heappush(self._heap, (t, next(self._seq), cluster, action, node, gen))
+    def schedule(self, t: int, action: Callable[[int, int, int], None], node: int = 0, gen: int = 0) -> None:
+        heapq.heappush(self.heap, (t, next(self.seq), action, node, gen))
 
-    def emit(self, key: str, value: bytes, t: int) -> None:
-        self._out.append((key.encode(), value, t))
+    def next_delay(self) -> int:
+        self._delay_index = (self._delay_index + 1) % len(self._delays)
+        return self._delays[self._delay_index]
+
+    def emit(self, key: bytes, value: bytes, t: int) -> None:
+        self._out.append((key, value, t))
 
     def events_until(self, end_ms: int) -> Iterator[tuple[bytes, bytes, int]]:
         """Yield (key, value, time_ms) for everything that happens before `end_ms` (absolute)."""
-        heap, clusters, out = self._heap, self.clusters, self._out
+        heap, out, pop = self.heap, self._out, heapq.heappop
         while heap and heap[0][0] < end_ms:
-            t, _, ci, action, node, gen = heapq.heappop(heap)
+            t, _, action, node, gen = pop(heap)
             self.now = t
-            getattr(clusters[ci], action)(t, node, gen)
+            action(t, node, gen)
             if out:
                 # actions may emit slightly ahead (a state change sequence); keep the timeline honest
                 yield from out
