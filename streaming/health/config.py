@@ -70,7 +70,7 @@ class HealthConfig:
     unreachable_after_ms: int | None = None   # no valid fetch this long while the leader is alive: fetch timeout
     lagging_after_ms: int | None = None       # not caught up within this long: lagging; fetch timeout
     stall_after_ms: int = 10_000              # still fetching but not caught up this long: stalled
-    recovery_hold_ms: int | None = None       # hysteresis: a better status must hold this long; 2 NoOps
+    recovery_hold_ms: int | None = None       # hysteresis: a better status must hold this long; 2 x fetch timeout
 
     # --- quorum statuses ---
     hw_stall_after_ms: int | None = None      # high watermark not advanced this long: 4 NoOps
@@ -90,7 +90,10 @@ class HealthConfig:
         derived = {
             "unreachable_after_ms": self.fetch_timeout_ms,
             "lagging_after_ms": self.fetch_timeout_ms,
-            "recovery_hold_ms": 2 * self.noop_interval_ms,
+            # Longer than lagging_after_ms: one caught-up fetch keeps a replica's candidate status
+            # caught_up for lagging_after_ms, so a shorter hold would clear a replica that only
+            # touched the leader's end once.
+            "recovery_hold_ms": 2 * self.fetch_timeout_ms,
             "hw_stall_after_ms": 4 * self.noop_interval_ms,
             "leader_claim_window_ms": self.fetch_timeout_ms * 3 // 2,
             "input_stall_after_ms": self.fetch_timeout_ms,

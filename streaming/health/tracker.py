@@ -168,7 +168,7 @@ class QuorumTracker:
                 if fetch_ms >= 0 and r["first_fetch_ms"] < 0:
                     r["first_fetch_ms"] = fetch_ms
                 r["last_caught_up_ms"] = max(r["last_caught_up_ms"], int(v["last_caught_up_timestamp_ms"]))
-                r["seen_ms"] = max(r["seen_ms"], t)
+                r["seen_ms"] = max(r["seen_ms"], fetch_ms)  # listed is not heard from: its fetch is
         if leader < 0 and int(rec["high_watermark"]) > self.s["hw"]:
             self._leader_progress(-1, int(rec["high_watermark"]), t)
 
@@ -329,10 +329,10 @@ class QuorumTracker:
         lcu = r["last_caught_up_ms"]
         if lcu >= 0 and now_ms - lcu <= cfg.lagging_after_ms:
             return S.CAUGHT_UP, "caught up"
-        behind_since = max(lcu, r["first_fetch_ms"]) if lcu >= 0 else r["first_fetch_ms"]
+        behind_since = lcu if lcu >= 0 else r["first_fetch_ms"]
         if now_ms - behind_since > cfg.stall_after_ms:
             return S.STALLED, f"fetching but not caught up for {now_ms - behind_since} ms"
-        return S.LAGGING, f"not caught up for {now_ms - max(lcu, behind_since)} ms"
+        return S.LAGGING, f"not caught up for {now_ms - behind_since} ms"
 
     def _settle(self, holder: dict[str, Any], candidate: str, reason: str, now_ms: int, silent: bool,
                 kind: str, rid: int | None) -> None:

@@ -1,0 +1,103 @@
+"""The stateful processors with scripted input and processing-time timers (PySpark's TwsTester
+runs the processor's handlers as Spark does, with in-memory state and a settable clock).
+Both flavours, pandas and row, must behave the same."""
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import pytest
+from pyspark.sql import Row
+from pyspark.sql.streaming.tws_tester import TwsTester
+
+from streaming.health import statuses as S
+from streaming.health.config import HealthConfig
+from streaming.health.processor import QuorumHealthPandasProcessor, QuorumHealthRowProcessor
+from streaming.health.schema import HEALTH_COLUMNS, INPUT_COLUMNS
+
+from .quorum_script import KEY, QuorumScript
+
+
+class Harness:
+    """One processor under TwsTester, with the processing clock the processor also reads."""
+
+    def __init__(self, api: str, cfg: HealthConfig | None = None):
+        self.api, self.cfg, self.proc_ms = api, cfg or HealthConfig(), 1_000_000
+        cls = QuorumHealthPandasProcessor if api == "pandas" else QuorumHealthRowProcessor
+        self.tester = TwsTester(cls(self.cfg, wall_clock_ms=lambda: self.proc_ms),
+                                timeMode="ProcessingTime", outputMode="Update")
+        self.tester.setProcessingTime(self.proc_ms)
+
+    def _rows(self, out) -> list[dict[str, Any]]:
+        if isinstance(out, pd.DataFrame):
+            return [{c: (None if pd.isna(v) else v) for c, v in r.items()} for r in out.to_dict("records")]
+        return [r.asDict() for r in out]
+
+    def feed(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        records = [{c: r.get(c) for c in INPUT_COLUMNS} for r in records]
+        if self.api == "pandas":
+            return self._rows(self.tester.testInPandas(KEY, pd.DataFrame(records, columns=INPUT_COLUMNS)))
+        return self._rows(self.tester.test(KEY, [Row(**r) for r in records]))
+
+    def advance(self, ms: int) -> list[dict[str, Any]]:
+        """Let processing time pass with no input, one tick at a time; rows of every tick."""
+        rows = []
+        for _ in range(ms // self.cfg.tick_ms):
+            self.proc_ms += self.cfg.tick_ms
+            rows += self._rows(self.tester.setProcessingTime(self.proc_ms))
+        return rows
+
+
+def latest(rows: list[dict[str, Any]], kind: str, rid: int | None = None) -> dict[str, Any]:
+    return [r for r in rows if r["kind"] == kind and r.get("replica_id") == rid][-1]
+
+
+@pytest.fixture(params=["pandas", "row"])
+def harness(request) -> Harness:
+    return Harness(request.param)
+
+
+def test_output_rows_carry_every_schema_column(harness):
+    rows = harness.feed(QuorumScript().run(2000))
+    assert rows and all(set(r) == set(HEALTH_COLUMNS) for r in rows)
+    assert latest(rows, "quorum")["status"] == S.HEALTHY
+
+
+def test_timer_ticks_reevaluate_a_silent_quorum_without_input(harness):
+    harness.feed(QuorumScript().run(3000))
+    rows = harness.advance(5000)
+    ticks = [r for r in rows if r["kind"] == "quorum"]
+    assert len(ticks) == 5 and all(r["silent"] for r in ticks)
+    # The quorum's clock moves on with processing time: 3 s of event time + 5 s of silence.
+    assert ticks[-1]["now_ms"] - ticks[0]["now_ms"] == 4000
+
+
+def test_silent_quorum_loses_its_good_statuses_and_no_replica_is_called_unreachable(harness):
+    harness.feed(QuorumScript().run(3000))
+    early = harness.advance(2000)
+    assert latest(early, "quorum")["status"] == S.HEALTHY  # not yet past the fetch timeout
+    rows = harness.advance(2000)
+    assert latest(rows, "quorum")["status"] == S.LEADERLESS
+    assert {latest(rows, "replica", r)["status"] for r in (1, 2, 3)} == {S.UNKNOWN}
+    assert all(r["status"] != S.UNREACHABLE for r in early + rows if r["kind"] == "replica")
+
+
+def test_verdicts_reached_in_silence_clear_at_once_when_input_resumes(harness):
+    script = QuorumScript()
+    harness.feed(script.run(3000))
+    harness.advance(4000)
+    script.run(4000)  # the quorum kept working; its records were lost on the way
+    harness.proc_ms += 100
+    harness.tester.setProcessingTime(harness.proc_ms)
+    rows = harness.feed(script.run(500))
+    assert latest(rows, "quorum")["status"] == S.HEALTHY  # no recovery hold for silence
+    assert {latest(rows, "replica", r)["status"] for r in (1, 2, 3)} == {S.CAUGHT_UP}
+
+
+def test_quorum_silent_past_the_forget_horizon_is_forgotten_and_its_state_cleared(harness):
+    harness = Harness(harness.api, HealthConfig(quorum_forget_ms=5000))
+    harness.feed(QuorumScript().run(1000))
+    rows = harness.advance(6000)
+    assert [r for r in rows if r["kind"] == "forget"][0]["replica_id"] is None
+    assert harness.tester.peekValueState("quorum", KEY) is None
+    assert harness.advance(3000) == []  # no timer left behind

@@ -1,0 +1,254 @@
+"""The health state machine on scripted quorums, pure Python (event time only; silence and
+timers are in test_processor_timers.py). Each test names the rule it checks."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from streaming.health import statuses as S
+from streaming.health.config import HealthConfig
+from streaming.health.tracker import QuorumTracker, new_state
+
+from .quorum_script import KEY, T0, QuorumScript
+
+
+class Monitor:
+    """Feeds a tracker batch by batch, as the processor does, and keeps every row it emitted."""
+
+    def __init__(self, cfg: HealthConfig | None = None):
+        self.cfg = cfg or HealthConfig()
+        self.state = new_state(*KEY)
+        self.rows: list[dict[str, Any]] = []
+
+    def feed(self, records: list[dict[str, Any]]) -> None:
+        tracker = QuorumTracker(self.cfg, self.state)
+        tracker.apply_all(records)
+        self.rows += tracker.evaluate(self.state["last_event_ms"], 0, silent=False)
+
+    def run(self, script: QuorumScript, ms: int, batch_ms: int = 500) -> None:
+        for _ in range(ms // batch_ms):
+            self.feed(script.run(batch_ms))
+
+    def replica(self, rid: int) -> dict[str, Any]:
+        return [r for r in self.rows if r["kind"] == "replica" and r["replica_id"] == rid][-1]
+
+    def quorum(self) -> dict[str, Any]:
+        return [r for r in self.rows if r["kind"] == "quorum"][-1]
+
+    def transitions(self, rid: int | None = None) -> list[tuple[int, str, str]]:
+        """(ms since T0, previous, new) of one replica's (or the quorum's, rid None) transitions."""
+        return [(r["now_ms"] - T0, r["previous_status"], r["status"]) for r in self.rows
+                if r["kind"] == "transition" and r.get("replica_id") == rid]
+
+
+def test_healthy_quorum_flags_nothing_over_ten_minutes_of_synthetic_time():
+    script, mon = QuorumScript(observers=(4,)), Monitor()
+    mon.run(script, 600_000, batch_ms=2000)
+    assert mon.quorum()["status"] == S.HEALTHY
+    assert {mon.replica(r)["status"] for r in (1, 2, 3, 4)} == {S.CAUGHT_UP}
+    assert [t for t in mon.rows if t["kind"] == "transition"] == []
+    assert mon.replica(2)["caught_up_ratio"] == 1.0
+    q = mon.quorum()
+    assert (q["leader_id"], q["leader_epoch"], q["voters"], q["voters_caught_up"], q["voters_reachable"]) == (1, 5, 3, 3, 3)
+    assert q["majority_reachable"] is True and q["hw_age_ms"] <= 1000 and q["elections_total"] == 0
+
+
+def test_replica_that_keeps_fetching_without_catching_up_is_lagging_then_stalled():
+    script, mon = QuorumScript(), Monitor()
+    mon.run(script, 5000)
+    script.mode[3] = "stuck"
+    mon.run(script, 15_000)
+    [(t_lag, _, lagging), (t_stall, _, stalled)] = mon.transitions(3)
+    assert (lagging, stalled) == (S.LAGGING, S.STALLED)
+    # KIP-836: its last caught-up time stays near when it got stuck (5 s); lagging after the
+    # fetch timeout (2 s), stalled after the stall threshold (10 s), each within one batch.
+    assert 7000 < t_lag <= 7500 and 15_000 < t_stall <= 15_500
+    r = mon.replica(3)
+    assert r["lag_records"] == script.leader_leo - script.leo[3] > 0
+    assert 14_000 <= r["lag_ms"] <= 15_500 and r["last_fetch_age_ms"] <= 100
+    assert mon.quorum()["status"] == S.DEGRADED and mon.quorum()["voters_caught_up"] == 2
+
+
+def test_replica_with_no_fetch_for_the_fetch_timeout_while_the_leader_lives_is_unreachable():
+    script, mon = QuorumScript(), Monitor()
+    mon.run(script, 5000)
+    script.mode[2] = "silent"
+    mon.run(script, 4000)
+    assert mon.transitions(2) == [(7500, S.CAUGHT_UP, S.UNREACHABLE)]
+    assert mon.replica(2)["last_fetch_age_ms"] == 4000
+    q = mon.quorum()
+    assert (q["status"], q["voters_reachable"], q["majority_reachable"]) == (S.DEGRADED, 2, True)
+
+
+def flapping_replica_transitions(cfg: HealthConfig) -> list[tuple[int, str, str]]:
+    """Replica 2 stuck for 2.5 s, then caught up for 0.2 s, over and over: it touches the
+    leader's end every 2.7 s, just slower than the 2 s it takes to count as lagging."""
+    script, mon = QuorumScript(), Monitor(cfg)
+    mon.run(script, 3000)
+    for _ in range(6):
+        script.mode[2] = "stuck"
+        mon.run(script, 2500, batch_ms=100)
+        script.mode[2] = "follow"
+        mon.run(script, 200, batch_ms=100)
+    return mon.transitions(2)
+
+
+def test_without_hysteresis_a_replica_on_the_edge_flaps():
+    assert len(flapping_replica_transitions(HealthConfig(recovery_hold_ms=0))) >= 8
+
+
+def test_hysteresis_keeps_a_replica_on_the_edge_flagged_until_it_stays_caught_up():
+    assert [(p, s) for _, p, s in flapping_replica_transitions(HealthConfig())] == [(S.CAUGHT_UP, S.LAGGING)]
+
+
+def test_recovery_clears_the_flag_after_the_hold():
+    script, mon = QuorumScript(), Monitor()
+    mon.run(script, 3000)
+    script.mode[2] = "silent"
+    mon.run(script, 3000)
+    assert mon.replica(2)["status"] == S.UNREACHABLE
+    script.mode[2] = "follow"
+    mon.run(script, 6000, batch_ms=100)
+    t, previous, status = mon.transitions(2)[-1]
+    assert (previous, status) == (S.UNREACHABLE, S.CAUGHT_UP)
+    hold = HealthConfig().recovery_hold_ms
+    assert 6000 + hold <= t <= 6000 + hold + 200  # fetching again from 6 s, cleared after the hold
+
+
+def test_worse_status_applies_at_once_better_status_after_the_hold():
+    assert S.is_improvement("replica", S.STALLED, S.CAUGHT_UP)
+    assert not S.is_improvement("replica", S.CAUGHT_UP, S.LAGGING)
+    assert not S.is_improvement("replica", S.UNKNOWN, S.CAUGHT_UP)  # no evidence to hold on to
+    assert S.is_improvement("quorum", S.LEADERLESS, S.HEALTHY)
+
+
+def test_observer_lagging_does_not_degrade_the_quorum():
+    script, mon = QuorumScript(observers=(4,)), Monitor()
+    mon.run(script, 3000)
+    script.mode[4] = "stuck"
+    mon.run(script, 5000)
+    assert (mon.replica(4)["role"], mon.replica(4)["status"]) == ("observer", S.LAGGING)
+    assert mon.quorum()["status"] == S.HEALTHY
+
+
+def test_fewer_than_a_majority_of_voters_reachable_is_no_majority():
+    script, mon = QuorumScript(voters=(1, 2, 3, 4, 5)), Monitor()
+    mon.run(script, 3000)
+    script.mode[3] = script.mode[4] = script.mode[5] = "silent"
+    script.noops = False  # without a majority the high watermark cannot move either
+    mon.run(script, 4000)
+    q = mon.quorum()
+    assert (q["status"], q["voters"], q["voters_reachable"], q["majority_reachable"]) == (S.NO_MAJORITY, 5, 2, False)
+
+
+def test_quorum_whose_leader_stops_talking_is_leaderless_and_its_replicas_unknown():
+    script, mon = QuorumScript(), Monitor()
+    mon.run(script, 3000)
+    script.leader_talks = False  # followers still publish metrics: the input is alive
+    mon.run(script, 4000)
+    q = mon.quorum()
+    assert (q["status"], q["leader_id"]) == (S.LEADERLESS, -1)
+    # Unreachable needs a live leader to say so: without one the followers are unknown.
+    assert {mon.replica(r)["status"] for r in (2, 3)} == {S.UNKNOWN}
+
+
+def test_high_watermark_not_advancing_is_a_stalled_quorum():
+    script, mon = QuorumScript(), Monitor()
+    mon.run(script, 3000)
+    script.noops = False
+    mon.run(script, 3000)
+    q = mon.quorum()
+    assert q["status"] == S.STALLED_QUORUM and q["hw_age_ms"] > HealthConfig().hw_stall_after_ms
+    assert [s for _, _, s in mon.transitions(None)] == [S.STALLED_QUORUM]
+
+
+def test_two_leaders_in_one_epoch_is_split_brain():
+    script, mon = QuorumScript(), Monitor()
+    mon.run(script, 3000)
+    mon.feed([script.fetch(3, script.leader_leo, leader=2)])  # node 2 also leads epoch 5
+    q = mon.quorum()
+    assert (q["status"], q["leaders_claimed"]) == (S.SPLIT_BRAIN, 2)
+
+
+def test_leader_of_an_older_epoch_still_talking_is_a_zombie():
+    script, mon = QuorumScript(), Monitor()
+    mon.run(script, 3000)
+    script.leader, script.epoch = 2, 6  # node 2 wins epoch 6; node 1 keeps answering fetches in 5
+    mon.run(script, 1000)
+    mon.feed([script.fetch(3, script.leader_leo, leader=1, epoch=5)])
+    q = mon.quorum()
+    assert (q["leader_id"], q["leader_epoch"], q["zombie_leaders"], q["leaders_claimed"]) == (2, 6, 1, 1)
+    assert q["status"] == S.DEGRADED and "zombie" in q["reason"]
+    assert q["elections_total"] == 1
+
+
+def test_three_epoch_changes_within_the_window_is_an_election_storm():
+    script, mon = QuorumScript(), Monitor()
+    mon.run(script, 2000)
+    for leader in (2, 3, 1):
+        script.leader, script.epoch = leader, script.epoch + 1
+        mon.run(script, 3000)
+    q = mon.quorum()
+    assert (q["elections_total"], q["epoch_changes_window"], q["status"]) == (3, 3, S.DEGRADED)
+    mon.run(script, 60_000, batch_ms=5000)
+    assert (mon.quorum()["epoch_changes_window"], mon.quorum()["status"]) == (0, S.HEALTHY)
+
+
+def test_log_end_offset_going_backwards_is_a_truncation_with_the_records_lost():
+    script, mon = QuorumScript(), Monitor()
+    mon.run(script, 2000)
+    mon.feed([script.metrics(3, leo=130)])
+    mon.feed([script.metrics(3, leo=121)])
+    [event] = [r for r in mon.rows if r["kind"] == "truncation"]
+    assert (event["replica_id"], event["records_lost"], event["log_end_offset"]) == (3, 9, 121)
+    mon.feed(script.run(500))
+    assert (mon.replica(3)["truncations_total"], mon.replica(3)["truncated_records_total"]) == (1, 9)
+
+
+def test_kip836_rule_caught_up_when_reaching_the_previous_leader_end():
+    # Rule 2 of the facts file: not at the leader's end now, but at least at what the end was at
+    # the previous fetch, so caught up as of that previous fetch's time.
+    script, mon = QuorumScript(), Monitor()
+    script.noops = False
+    mon.feed([script.fetch(2, 100)])          # t=T0, leader end 100: rule 1, caught up at T0
+    script.t += 1000
+    script.leader_leo = 110
+    mon.feed([script.fetch(2, 105)])          # behind 110, but 105 >= previous end 100: caught up at T0
+    script.t += 1000
+    script.leader_leo = 120
+    mon.feed([script.fetch(2, 112)])          # 112 >= previous end 110: caught up as of T0+1000
+    assert mon.replica(2)["last_caught_up_ms"] == T0 + 1000
+    assert mon.replica(2)["lag_records"] == 8
+
+
+def test_quorum_snapshot_records_are_taken_as_the_leader_reports_them():
+    from quorum import events as E
+    mon = Monitor()
+    rs = [E.ReplicaState(1, 500, T0, T0), E.ReplicaState(2, 500, T0 - 100, T0 - 100),
+          E.ReplicaState(3, 420, T0 - 100, T0 - 30_000)]
+    snap = E.QuorumSnapshot("c1", "__cluster_metadata", 0, T0, 1, 7, 500, tuple(rs),
+                            (E.ReplicaState(9, 10, T0 - 400_000, T0 - 400_000),), "broker:9092")
+    mon.feed([E.to_dict(snap)])
+    assert mon.replica(3)["status"] == S.STALLED and mon.replica(3)["lag_records"] == 80
+    assert mon.replica(2)["status"] == S.CAUGHT_UP
+    q = mon.quorum()
+    assert (q["leader_id"], q["leader_epoch"], q["high_watermark"], q["voters"]) == (1, 7, 500, 3)
+    # The observer was last heard 400 s ago: forgotten, as the leader forgets it after 300 s.
+    assert [r["replica_id"] for r in mon.rows if r["kind"] == "forget"] == [9]
+
+
+def test_caught_up_windows_record_the_intervals_and_the_ratio():
+    script, mon = QuorumScript(), Monitor(HealthConfig(caught_up_horizon_ms=20_000))
+    mon.run(script, 10_000)
+    script.mode[2] = "stuck"
+    mon.run(script, 6000)
+    script.mode[2] = "follow"
+    mon.run(script, 6000)
+    windows = [(r["status"], r["window_start_ms"] - T0, r["window_end_ms"] - T0)
+               for r in mon.rows if r["kind"] == "window" and r["replica_id"] == 2]
+    assert [w[0] for w in windows] == ["caught_up", "lagging"]
+    assert windows[0][2] == windows[1][1]  # contiguous
+    ratio = mon.replica(2)["caught_up_ratio"]
+    lagging_ms = windows[1][2] - windows[1][1]
+    assert ratio == pytest.approx(1 - lagging_ms / 20_000, abs=0.03)
