@@ -620,6 +620,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--events", type=int, default=3000, help="events in the fault phase (default 3000)")
     p.add_argument("--seeds", type=int, default=1,
                    help="run this many consecutive seeds starting at --seed (default 1)")
+    p.add_argument("--mixed", action="store_true",
+                   help="vary the shape with the seed: 1-5 voters and 0-3 observers (ignores --voters "
+                        "and --observers), as the test suite and the soak do")
     p.add_argument("--no-faults", action="store_true", help="no faults at all: a healthy quorum")
     p.add_argument("--trace", action="store_true", help="print the faults injected")
     args = p.parse_args(argv)
@@ -627,8 +630,9 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--voters must be >= 1, --observers and --events >= 0, --seeds >= 1")
     failures = 0
     started = time.process_time()
-    for seed in range(args.seed, args.seed + args.seeds):
-        sim = Simulation(seed, args.voters, args.observers, Faults.none() if args.no_faults else None)
+    for i, seed in enumerate(range(args.seed, args.seed + args.seeds)):
+        voters, observers = (1 + i % 5, (i // 5) % 4) if args.mixed else (args.voters, args.observers)
+        sim = Simulation(seed, voters, observers, Faults.none() if args.no_faults else None)
         if args.trace:
             sim.trace = []
         try:
@@ -636,7 +640,7 @@ def main(argv: list[str] | None = None) -> int:
             print(result.summary())
         except Violation as e:
             failures += 1
-            print(f"FAILED {e}\n  replay: {replay_command(seed, args.voters, args.observers, args.events)}",
+            print(f"FAILED {e}\n  replay: {replay_command(seed, voters, observers, args.events)}",
                   file=sys.stderr)
         if sim.trace:
             print("\n".join(sim.trace))
