@@ -55,21 +55,25 @@ def alert_states(alertmanager: Server, cluster: str) -> dict[str, str]:
     return {a["labels"]["alertname"]: a["status"]["state"] for a in alerts}
 
 
-def test_no_majority_suppresses_leaderless_and_stalled_high_watermark_of_the_same_quorum(alertmanager):
+def test_a_quorum_that_cannot_commit_suppresses_its_stalled_high_watermark_and_elections(alertmanager):
     quorum = {"cluster": "c1", "partition": "__cluster_metadata-0"}
     post_alerts(alertmanager, [
-        {"alertname": "QuorumNoMajority", "severity": "critical", **quorum},
         {"alertname": "QuorumLeaderless", "severity": "critical", **quorum},
         {"alertname": "QuorumHighWatermarkStalled", "severity": "critical", **quorum},
+        {"alertname": "QuorumElectionStorm", "severity": "warning", **quorum},
         {"alertname": "QuorumVoterUnreachable", "severity": "warning", "replica": "2", **quorum},
-        # another quorum's stall is not explained by c1's missing majority
+        # another quorum's stall is not explained by c1's missing leader
         {"alertname": "QuorumHighWatermarkStalled", "severity": "critical", "cluster": "c2",
          "partition": "__cluster_metadata-0"},
+        {"alertname": "QuorumNoMajority", "severity": "critical", "cluster": "c4", "partition": "__cluster_metadata-0"},
+        {"alertname": "QuorumHighWatermarkStalled", "severity": "critical", "cluster": "c4",
+         "partition": "__cluster_metadata-0"},
     ])
-    expected = {"QuorumNoMajority": "active", "QuorumLeaderless": "suppressed",
-                "QuorumHighWatermarkStalled": "suppressed", "QuorumVoterUnreachable": "active"}
+    expected = {"QuorumLeaderless": "active", "QuorumHighWatermarkStalled": "suppressed",
+                "QuorumElectionStorm": "suppressed", "QuorumVoterUnreachable": "active"}
     wait_for(lambda: alert_states(alertmanager, "c1") == expected, 10, f"c1's alerts to be {expected}")
     assert alert_states(alertmanager, "c2") == {"QuorumHighWatermarkStalled": "active"}
+    assert alert_states(alertmanager, "c4") == {"QuorumNoMajority": "active", "QuorumHighWatermarkStalled": "suppressed"}
 
 
 def test_silent_monitor_suppresses_warnings_but_not_pages(alertmanager):
