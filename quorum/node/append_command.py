@@ -15,10 +15,12 @@ import sys
 import time
 
 
-def make_producer(bootstrap: str, linger_ms: int = 0, timeout_ms: int = 10_000):
+def make_producer(bootstrap: str, linger_ms: int = 0, timeout_ms: int = 10_000, acks: str | int = "all",
+                  retries: int = 10):
+    """acks=all: offsets are committed ones; acks=1: on the leader's disk, maybe never committed."""
     from kafka import KafkaProducer
-    return KafkaProducer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=False, linger_ms=linger_ms,
-                         retries=10, retry_backoff_ms=100, request_timeout_ms=timeout_ms,
+    return KafkaProducer(bootstrap_servers=bootstrap, acks=acks, enable_idempotence=False, linger_ms=linger_ms,
+                         retries=retries, retry_backoff_ms=100, request_timeout_ms=timeout_ms,
                          max_in_flight_requests_per_connection=1, client_id="quorum-append",
                          batch_size=1 << 20, max_block_ms=timeout_ms)
 

@@ -54,6 +54,8 @@ async def serve(config, ready_line: bool = True) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    import faulthandler
+    faulthandler.register(signal.SIGUSR1)  # `kill -USR1 PID` prints every thread's stack to stderr
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         config = load(args.config)

@@ -55,6 +55,7 @@ def now_ms() -> int:
 class _AppendWait:
     values: list[bytes]
     future: asyncio.Future
+    committed: bool = True   # False: answer once on the leader's disk (acks=1), not committed
     first: int = -1
     last: int = -1
     epoch: int = -1
@@ -241,7 +242,9 @@ class QuorumNode:
             if wt.future.done():
                 continue
             # committed: below the high watermark and still the record this leader wrote
-            if wt.last < hw and wt.last < self.log.end_offset() and self.log.epoch_at(wt.last) == wt.epoch:
+            if not wt.committed and wt.last < self.log.flushed_end_offset():
+                wt.future.set_result((wt.first, wt.last))
+            elif wt.last < hw and wt.last < self.log.end_offset() and self.log.epoch_at(wt.last) == wt.epoch:
                 wt.future.set_result((wt.first, wt.last))
             elif not core.is_leader or core.epoch != wt.epoch:
                 wt.future.set_exception(NotLeaderError(core.leader_id, core.epoch))
@@ -348,7 +351,8 @@ class QuorumNode:
                     results[(t.name, p.index)] = (rq.CORRUPT_MESSAGE, -1)
                     continue
                 try:
-                    first, _ = await asyncio.wait_for(self.append(values), max(body.timeout_ms, 1) / 1000)
+                    first, _ = await asyncio.wait_for(self.append(values, committed=body.acks == -1),
+                                                      max(body.timeout_ms, 1) / 1000)
                     results[(t.name, p.index)] = (0, first)
                 except NotLeaderError:
                     results[(t.name, p.index)] = (m.Errors.NOT_LEADER_OR_FOLLOWER, -1)
@@ -361,10 +365,12 @@ class QuorumNode:
 
     # --- the append path ------------------------------------------------------------------------------
 
-    async def append(self, values: list[bytes]) -> tuple[int, int]:
-        """Append records as leader; returns (first, last) offset once they are committed.
-        Raises NotLeaderError (with the leader it knows) on a non-leader or a lost leadership."""
-        wait = _AppendWait(list(values), asyncio.get_running_loop().create_future())
+    async def append(self, values: list[bytes], committed: bool = True) -> tuple[int, int]:
+        """Append records as leader; returns their (first, last) offsets once they are
+        committed (or, with committed=False, once they are on the leader's disk: Kafka's
+        acks=1). Raises NotLeaderError (with the leader it knows) on a non-leader or a lost
+        leadership."""
+        wait = _AppendWait(list(values), asyncio.get_running_loop().create_future(), committed)
         await self._inbox.put(("append", wait))
         return await wait.future
 

@@ -1,0 +1,193 @@
+"""Test harness: a quorum of real `quorum node` processes on loopback.
+
+Nodes start in parallel; every wait polls a condition with a deadline (no fixed sleeps).
+Status comes from each node's control socket, the quorum view from DescribeQuorum.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import yaml
+
+from quorum.embedded_broker import free_port
+from quorum.node.fault_command import send
+
+# Timeouts shorter than Kafka's defaults keep the suite fast; tests that claim a default-
+# timing property (the 5 s leader failover) set Kafka's values back.
+FAST = {"controller.quorum.election.timeout.ms": 300, "controller.quorum.fetch.timeout.ms": 600,
+        "controller.quorum.request.timeout.ms": 600, "metadata.max.idle.interval.ms": 200}
+
+
+class Cluster:
+    def __init__(self, root: Path, voters: int = 3, observers: int = 1, settings: dict | None = None,
+                 events_bootstrap: str | None = None, events_topic: str | None = None, cluster_id: str = "test-cluster"):
+        self.root = root
+        self.ids = list(range(1, voters + observers + 1))
+        self.voter_ids = self.ids[:voters]
+        self.ports = {i: free_port() for i in self.ids}
+        self.procs: dict[int, subprocess.Popen] = {}
+        self.configs: dict[int, Path] = {}
+        voters_str = ",".join(f"{i}@127.0.0.1:{self.ports[i]}" for i in self.voter_ids)
+        for i in self.ids:
+            cfg = {"node.id": i, "cluster.id": cluster_id, "controller.quorum.voters": voters_str,
+                   "listener": f"127.0.0.1:{self.ports[i]}", "data.dir": str(root / f"node-{i}"),
+                   "control.socket": str(root / f"n{i}.sock")}
+            if events_bootstrap:
+                cfg.update({"events.bootstrap.servers": events_bootstrap, "events.topic": events_topic,
+                            "events.metrics.interval.ms": 500})
+            cfg.update(settings or {})
+            path = root / f"node-{i}.yaml"
+            path.write_text(yaml.safe_dump(cfg))
+            self.configs[i] = path
+
+    # --- processes ---------------------------------------------------------------------------------
+
+    def start(self, *ids: int) -> None:
+        for i in ids or self.ids:
+            log = open(self.root / f"node-{i}.log", "ab")
+            self.procs[i] = subprocess.Popen([sys.executable, "-m", "quorum.cli", "node", "--config",
+                                              str(self.configs[i])], stdout=log, stderr=subprocess.STDOUT,
+                                             stdin=subprocess.DEVNULL)
+        for i in ids or self.ids:
+            self.wait_for(lambda i=i: self.try_status(i) is not None, 30, f"node {i} to start")
+
+    def signal(self, i: int, sig: int) -> None:
+        self.procs[i].send_signal(sig)
+
+    def kill(self, i: int) -> None:
+        self.procs[i].kill()
+        self.procs[i].wait()
+
+    def terminate(self, i: int, timeout_s: float = 15) -> int:
+        p = self.procs[i]
+        p.terminate()
+        return p.wait(timeout_s)
+
+    def stop_all(self) -> None:
+        for i, p in self.procs.items():
+            if p.poll() is None:
+                try:
+                    p.send_signal(signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
+                p.kill()
+                p.wait()
+
+    def log_text(self, i: int) -> str:
+        return (self.root / f"node-{i}.log").read_text(errors="replace")
+
+    # --- observation -------------------------------------------------------------------------------
+
+    def control(self, i: int, **cmd) -> dict:
+        return send(str(self.root / f"n{i}.sock"), cmd, timeout_s=5)
+
+    def try_status(self, i: int) -> dict | None:
+        if i in self.procs and self.procs[i].poll() is not None:
+            raise AssertionError(f"node {i} exited with {self.procs[i].returncode}:\n{self.log_text(i)[-3000:]}")
+        try:
+            return send(str(self.root / f"n{i}.sock"), {"op": "status"}, timeout_s=2)
+        except (OSError, ValueError):
+            return None
+
+    def running(self) -> list[int]:
+        return [i for i, p in self.procs.items() if p.poll() is None]
+
+    def leader(self, among: list[int] | None = None) -> int | None:
+        """The node that says it is leader, when every responsive node agrees on it."""
+        statuses = [s for s in (self.try_status(i) for i in (among or self.running())) if s]
+        leaders = {s["node_id"] for s in statuses if s["state"] == "leader"}
+        if len(leaders) != 1:
+            return None
+        (lid,) = leaders
+        epoch = next(s["epoch"] for s in statuses if s["node_id"] == lid)
+        followers_agree = all(s["leader_id"] == lid for s in statuses if s["epoch"] == epoch)
+        return lid if followers_agree else None
+
+    def wait_for(self, cond: Callable, timeout_s: float, what: str, interval_s: float = 0.05):
+        deadline = time.monotonic() + timeout_s
+        while True:
+            value = cond()
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                states = {i: self.try_status(i) for i in self.running()}
+                raise AssertionError(f"timed out after {timeout_s}s waiting for {what}; nodes: "
+                                     + json.dumps(states, default=str))
+            time.sleep(interval_s)
+
+    def wait_leader(self, timeout_s: float = 15, among: list[int] | None = None) -> int:
+        return self.wait_for(lambda: self.leader(among), timeout_s, "a leader")
+
+    def bootstrap(self, i: int) -> str:
+        return f"127.0.0.1:{self.ports[i]}"
+
+    def describe(self, i: int) -> dict:
+        from kafka import KafkaAdminClient
+        admin = KafkaAdminClient(bootstrap_servers=self.bootstrap(i), request_timeout_ms=5000)
+        try:
+            return admin.describe_metadata_quorum()
+        finally:
+            admin.close()
+
+    def describe_direct(self, i: int) -> dict:
+        """DescribeQuorum v2 sent to node `i` only (the admin client may pick any node it
+        knows for the request, a frozen one included)."""
+        import asyncio
+        from quorum.node.peer_client import PeerConnection
+        from quorum.wire import apis as w
+
+        async def ask():
+            conn = PeerConnection(i, "127.0.0.1", self.ports[i], "test-client", 1 << 20)
+            req = w.SUPPORTED[w.DESCRIBE_QUORUM].request
+            T = req.TopicData
+            body = req(topics=[T(topic_name="__cluster_metadata", partitions=[T.PartitionData(partition_index=0)])])
+            try:
+                return (await conn.request(w.DESCRIBE_QUORUM, 2, body, 5.0)).to_dict()
+            finally:
+                conn.close()
+        return asyncio.run(ask())
+
+    def producer(self, i: int, timeout_ms: int = 10_000, **kw):
+        from quorum.node.append_command import make_producer
+        return make_producer(self.bootstrap(i), timeout_ms=timeout_ms, **kw)
+
+    def append(self, i: int, values: list[bytes], timeout_ms: int = 10_000, producer=None) -> list[int]:
+        """Committed offsets of `values` appended through node `i` (or through `producer`,
+        whose metadata is already known: a client bootstrapping while a node is frozen may
+        pick that node for its metadata and wait for it)."""
+        own = producer is None
+        producer = producer or self.producer(i, timeout_ms)
+        try:
+            futs = [producer.send("__cluster_metadata", value=v, partition=0) for v in values]
+            producer.flush(timeout=timeout_ms / 1000)
+            return [f.get(timeout=timeout_ms / 1000).offset for f in futs]
+        finally:
+            if own:
+                producer.close(timeout=2)
+
+
+def committed_values(data_dir: Path, high_watermark: int) -> list[bytes]:
+    """Data records below `high_watermark` in a stopped node's log."""
+    from quorum.storage.durable_log import DurableLog
+    log, _ = DurableLog.open(data_dir / "log", fsync=False)
+    try:
+        return [r.value for r in log.read(0, high_watermark) if r.kind == "data"]
+    finally:
+        log.close()
+
+
+def wait_exit(p: subprocess.Popen, timeout_s: float) -> int | None:
+    try:
+        return p.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+__all__ = ["Cluster", "FAST", "committed_values", "wait_exit", "os"]

@@ -1,0 +1,141 @@
+"""A real quorum: 3 voters and 1 observer as separate `quorum node` processes on loopback,
+talking Kafka's wire protocol, with fsync'ed logs. Faults are real: kill -9, SIGSTOP,
+links cut through the control socket, a log file damaged on disk."""
+from __future__ import annotations
+
+import signal
+import time
+
+import pytest
+
+from tests.node.cluster import FAST, Cluster, committed_values
+
+pytestmark = pytest.mark.slow
+
+
+def replica(result: dict, node: int) -> dict:
+    p = result["topics"][0]["partitions"][0]
+    for r in p["current_voters"] + p["observers"]:
+        if r["replica_id"] == node:
+            return r
+    raise AssertionError(f"replica {node} not in {p}")
+
+
+@pytest.fixture
+def fast_cluster(tmp_path):
+    c = Cluster(tmp_path, voters=3, observers=1, settings=FAST)
+    c.start()
+    yield c
+    c.stop_all()
+
+
+def test_leader_elected_commits_and_every_node_answers_describe_quorum(fast_cluster):
+    c = fast_cluster
+    leader = c.wait_leader()
+    follower = next(i for i in c.voter_ids if i != leader)
+    offsets = c.append(follower, [b"a", b"b", b"c"])          # sent to a follower: redirected
+    assert offsets == sorted(offsets) and len(set(offsets)) == 3
+    for node in c.ids:                                          # non-leaders forward to the leader
+        result = c.describe(node)
+        p = result["topics"][0]["partitions"][0]
+        assert p["leader_id"] == leader and p["high_watermark"] > offsets[-1]
+        assert sorted(r["replica_id"] for r in p["current_voters"]) == c.voter_ids
+        assert [r["replica_id"] for r in p["observers"]] == [4]
+    c.wait_for(lambda: all(c.try_status(i)["high_watermark"] > offsets[-1] for i in c.ids), 10,
+               "every node, the observer too, to learn the commit")
+
+
+def test_stopped_follower_shows_a_frozen_caught_up_time_while_commits_continue(fast_cluster):
+    c = fast_cluster
+    leader = c.wait_leader()
+    stopped = next(i for i in c.voter_ids if i != leader)
+    c.wait_for(lambda: replica(c.describe_direct(leader), stopped)["last_caught_up_timestamp"] > 0, 10, "caught up")
+    producer = c.producer(leader)
+    c.append(leader, [b"warm-up"], producer=producer)
+    c.signal(stopped, signal.SIGSTOP)
+    try:
+        frozen = replica(c.describe_direct(leader), stopped)["last_caught_up_timestamp"]
+        first = c.append(leader, [b"x"], producer=producer)[0]
+        later = c.append(leader, [b"y"], producer=producer)[0]
+        assert later > first                                    # the majority keeps committing
+        after = c.describe_direct(leader)
+        assert replica(after, stopped)["last_caught_up_timestamp"] == frozen
+        other = next(i for i in c.voter_ids if i not in (leader, stopped))
+        assert replica(after, other)["last_caught_up_timestamp"] > frozen
+        assert after["topics"][0]["partitions"][0]["high_watermark"] > later
+    finally:
+        c.signal(stopped, signal.SIGCONT)
+        producer.close(timeout=2)
+    c.wait_for(lambda: replica(c.describe_direct(leader), stopped)["last_caught_up_timestamp"] > frozen, 10,
+               "the resumed follower to catch up")
+
+
+def test_leader_cut_off_resigns_and_rejoins_with_its_uncommitted_tail_truncated(fast_cluster):
+    c = fast_cluster
+    old = c.wait_leader()
+    committed = c.append(old, [b"before-cut"])[0]
+    # acks=1 and no retries: the isolated leader answers once the records are on its disk
+    # (not committed), and the client does not go looking for the next leader
+    local = c.producer(old, acks=1, retries=0)
+    c.append(old, [b"warm-up"], producer=local)
+    others = [i for i in c.ids if i != old]
+    c.control(old, op="cut", peers=others, direction="both")
+    for i in others:
+        c.control(i, op="cut", peers=[old], direction="both")
+    cut_at = time.monotonic()
+    doomed = c.append(old, [b"doomed-1", b"doomed-2"], producer=local)
+    local.close(timeout=2)
+    assert doomed[0] > committed
+    fetch_timeout_s = FAST["controller.quorum.fetch.timeout.ms"] / 1000
+    c.wait_for(lambda: c.try_status(old)["state"] != "leader", 1.5 * fetch_timeout_s + 1.0,
+               "the isolated leader to resign (check quorum)")
+    print(f"resigned {time.monotonic() - cut_at:.2f}s after the cut "
+          f"(check quorum: {1.5 * fetch_timeout_s:.1f}s)")
+    new = c.wait_leader(among=others)
+    assert new != old
+    after = c.append(new, [b"after-cut"])[0]
+    for i in c.ids:
+        c.control(i, op="heal")
+    c.wait_for(lambda: (s := c.try_status(old))["state"] == "follower" and s["leader_id"] == new
+               and s["high_watermark"] > after, 15, "the old leader to rejoin as a follower")
+    for i in c.ids:
+        assert c.terminate(i) == 0
+    logs = {i: committed_values(c.root / f"node-{i}", after + 1) for i in c.voter_ids}
+    assert logs[old] == logs[new]                                # truncated and replaced
+    assert b"doomed-1" not in logs[old] and b"before-cut" in logs[old] and b"after-cut" in logs[old]
+
+
+def test_kill_minus_9_of_the_leader_full_restart_and_a_corrupted_tail(tmp_path):
+    c = Cluster(tmp_path, voters=3, observers=1)                # Kafka's default timeouts
+    c.start()
+    try:
+        leader = c.wait_leader(timeout_s=20)
+        sent = [f"r{i}".encode() for i in range(20)]
+        c.append(leader, sent[:10])
+        c.kill(leader)
+        killed_at = time.monotonic()
+        new = c.wait_leader(timeout_s=10, among=[i for i in c.ids if i != leader])
+        failover_s = time.monotonic() - killed_at
+        assert failover_s < 5.0, f"new leader after {failover_s:.1f}s"
+        c.append(new, sent[10:])
+        hw = c.try_status(new)["high_watermark"]
+        for i in c.running():
+            c.kill(i)                                             # everyone, mid-flight
+        # damage the tail of one follower's last segment
+        victim = next(i for i in c.voter_ids if i not in (leader, new))
+        seg = sorted((tmp_path / f"node-{victim}" / "log").glob("*.log"))[-1]
+        with open(seg, "r+b") as f:
+            f.seek(-5, 2)
+            f.write(b"\xff\xff\xff\xff\xff")
+        c.start()
+        back = c.wait_leader(timeout_s=20)
+        assert c.try_status(victim)["recovery_problems"], "the damaged tail was not reported"
+        c.wait_for(lambda: all(c.try_status(i)["high_watermark"] >= hw for i in c.ids), 20,
+                   "every node to recover the committed records")
+        for i in c.ids:
+            assert c.terminate(i) == 0
+        for i in c.voter_ids:
+            assert [v for v in committed_values(tmp_path / f"node-{i}", hw) if v.startswith(b"r")] == sent
+        assert back in c.voter_ids
+    finally:
+        c.stop_all()
