@@ -44,6 +44,11 @@ def assert_tool_succeeds(name: str, *args: str, cwd: Path | None = None) -> str:
     return result.stdout + result.stderr
 
 
+def alerting_rule_count(rules_file: Path) -> int:
+    import yaml
+    return sum(len(group["rules"]) for group in yaml.safe_load(rules_file.read_text())["groups"])
+
+
 def http_get(url: str, timeout: float = 2.0) -> bytes:
     with urllib.request.urlopen(url, timeout=timeout) as response:
         return response.read()

@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 
 from deploy.dashboard_queries import panel_queries
-from prometheus_tools import http_get, wait_for
+from deploy.prometheus_config import DEFAULT_RULES
+from prometheus_tools import alerting_rule_count, http_get, wait_for
 
 
 def series(stack, promql: str) -> list[dict]:
@@ -35,7 +36,7 @@ def test_prometheus_loads_every_alerting_rule(monitoring_stack):
     groups = json.loads(http_get(f"{monitoring_stack.prometheus.url}/api/v1/rules"))["data"]["groups"]
     names = {rule["name"] for group in groups for rule in group["rules"]}
     assert {"QuorumSplitBrain", "QuorumVoterUnreachable", "QuorumMonitorSilent"} <= names
-    assert sum(len(group["rules"]) for group in groups) == 13
+    assert sum(len(group["rules"]) for group in groups) == alerting_rule_count(DEFAULT_RULES)
 
 
 def test_a_pushed_split_brain_fires_and_pages_through_alertmanager(monitoring_stack):
