@@ -1,12 +1,22 @@
-"""The local stack, all on loopback: the embedded Kafka-compatible broker, a quorum publishing
-its events (the synthetic quorum), and a console view of the events topic.
+"""The local stack, all on loopback: the embedded Kafka-compatible broker, a quorum of real node
+processes (3 voters + 1 observer by default) publishing their events, the Spark streaming job on
+local[*], the Pushgateway, Prometheus with the alerting rules, and Alertmanager, whose
+notifications are printed here.
 
-  deploy/run-local                 start everything in the foreground; Ctrl-C stops it all
-  deploy/run-local down            stop a stack started from another terminal
-  deploy/run-local --duration 60   stop by itself after 60 s
+  deploy/run-local                     start everything in the foreground; Ctrl-C stops it all
+  deploy/run-local down                stop a stack started from another terminal
+  deploy/run-local status              the quorum's state and the stack's addresses
+  deploy/run-local chaos ACTION [NODE] disturb the running quorum:
+      stall NODE        slow the node's disk so it keeps fetching but falls behind
+      cutoff NODE       drop all of the node's traffic (it cannot reach or be reached)
+      freeze NODE       SIGSTOP the node's process (heal sends SIGCONT)
+      kill NODE         SIGKILL the node's process (heal restarts it)
+      partition-leader  cut the current leader off from everyone
+      heal              undo all of the above
+  deploy/run-local --synthetic 2       also publish 2 synthetic quorums with scripted faults
 
-Logs go to RUN_DIR/logs/, one file per process; RUN_DIR/stack.json lists what runs, so
-`down` can stop it and nothing is left behind.
+Logs go to RUN_DIR/logs/, one file per process; RUN_DIR/stack.json says what runs and where, so
+`down`, `status` and `chaos` find it, and nothing is left behind.
 """
 from __future__ import annotations
 
@@ -14,31 +24,46 @@ import argparse
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "deploy"))
+
+import local_services as svc  # noqa: E402
+from alert_console import AlertConsole  # noqa: E402
 
 from quorum.embedded_broker import EmbeddedBroker, free_port  # noqa: E402
 
-EVENTS_TOPIC = "quorum-events"
-STOP_TIMEOUT_S = 10
+STOP_TIMEOUT_S = 15
+START_TIMEOUT_S = 60
+JOB_START_TIMEOUT_S = 240  # the first micro-batch includes starting the JVM and the Python workers
 
 
 def say(text: str) -> None:
     print(f"\033[1m[stack]\033[0m {text}", file=sys.stderr, flush=True)
 
 
-@dataclass
 class Stack:
-    run_dir: Path
-    processes: dict[str, subprocess.Popen] = field(default_factory=dict)
-    urls: dict[str, str] = field(default_factory=dict)
-    broker: EmbeddedBroker | None = None
+    """The processes of one running stack. Only the launcher holds them; other commands talk to
+    it through RUN_DIR/control.sock."""
+
+    def __init__(self, run_dir: Path, args: argparse.Namespace):
+        self.run_dir = run_dir
+        self.args = args
+        self.processes: dict[str, subprocess.Popen] = {}
+        self.argv: dict[str, list[str]] = {}
+        self.urls: dict[str, str] = {}
+        self.nodes: dict[int, svc.NodeSpec] = {}
+        self.broker: EmbeddedBroker | None = None
+        self.lock = threading.Lock()
+        self.frozen: set[int] = set()
+        self.killed: set[int] = set()
 
     @property
     def state_file(self) -> Path:
@@ -47,37 +72,49 @@ class Stack:
     def log(self, name: str) -> Path:
         return self.run_dir / "logs" / f"{name}.log"
 
-    def spawn(self, name: str, argv: list[str], console: bool = False) -> subprocess.Popen:
-        """Start one process in its own session (so a stop reaches its children too)."""
-        out = None if console else open(self.log(name), "ab")
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT if out else None,
-                                stdin=subprocess.DEVNULL, start_new_session=True, cwd=ROOT)
+    def spawn(self, name: str, argv: list[str]) -> subprocess.Popen:
+        """Start one process in its own session, so that a stop reaches its children too."""
+        with open(self.log(name), "ab") as out:
+            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    start_new_session=True, cwd=ROOT)
         self.processes[name] = proc
+        self.argv[name] = argv
         self.save()
         return proc
 
     def save(self) -> None:
-        pids = {name: p.pid for name, p in self.processes.items()}
+        pids = {name: p.pid for name, p in self.processes.items() if p.poll() is None}
         if self.broker and self.broker.pid:
             pids["broker"] = self.broker.pid
-        self.state_file.write_text(json.dumps({"launcher": os.getpid(), "pids": pids, "urls": self.urls}, indent=2))
+        nodes = {n.node_id: {"address": n.address, "config": str(n.config_path), "voter": n.voter}
+                 for n in self.nodes.values()}
+        self.state_file.write_text(json.dumps({"launcher": os.getpid(), "pids": pids, "urls": self.urls,
+                                               "nodes": nodes}, indent=2))
+
+    def node_name(self, node_id: int) -> str:
+        return f"node-{node_id}"
 
     def check_alive(self) -> str | None:
+        """A dead node is part of the game (chaos kill); anything else dying stops the stack."""
         for name, proc in self.processes.items():
-            if proc.poll() is not None:
+            if proc.poll() is not None and not name.startswith("node-"):
                 return f"{name} exited with code {proc.returncode} (log: {self.log(name)})"
         return None
 
     def stop(self) -> None:
+        for node_id in list(self.frozen):
+            self._signal(self.node_name(node_id), signal.SIGCONT)
         for name, proc in reversed(list(self.processes.items())):
             if proc.poll() is None:
                 say(f"stopping {name}")
-                _terminate_group(proc.pid)
-                try:
-                    proc.wait(STOP_TIMEOUT_S)
-                except subprocess.TimeoutExpired:
-                    _kill_group(proc.pid)
-                    proc.wait()
+                _signal_group(proc.pid, signal.SIGTERM)
+        for name, proc in reversed(list(self.processes.items())):
+            try:
+                proc.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                say(f"{name} did not stop in {STOP_TIMEOUT_S} s: killing it")
+                _signal_group(proc.pid, signal.SIGKILL)
+                proc.wait()
         self.processes.clear()
         if self.broker:
             say("stopping broker")
@@ -85,55 +122,187 @@ class Stack:
             self.broker = None
         self.state_file.unlink(missing_ok=True)
 
+    # --- chaos, carried out for `deploy/run-local chaos` ------------------------------------------
+    def _signal(self, name: str, sig: int) -> None:
+        proc = self.processes.get(name)
+        if proc is None or proc.poll() is not None:
+            raise ValueError(f"{name} is not running")
+        os.kill(proc.pid, sig)
 
-def _terminate_group(pid: int) -> None:
+    def _fault(self, node_id: int, *words: str) -> str:
+        spec = self.nodes[node_id]
+        out = subprocess.run([sys.executable, "-m", "quorum.cli", "fault", "--config", str(spec.config_path), *words],
+                             capture_output=True, text=True, timeout=10, cwd=ROOT)
+        if out.returncode != 0:
+            raise ValueError(out.stderr.strip() or out.stdout.strip())
+        return out.stdout.strip()
+
+    def leader(self) -> int:
+        found = svc.quorum_leader(",".join(n.address for n in self.nodes.values()
+                                           if n.node_id not in self.killed | self.frozen))
+        if found is None:
+            raise ValueError("the quorum has no leader right now")
+        return found[0]
+
+    def chaos(self, action: str, node: int | None) -> str:
+        with self.lock:
+            if action in ("stall", "cutoff", "freeze", "kill") and node not in self.nodes:
+                raise ValueError(f"{action} needs a node id among {sorted(self.nodes)}")
+            if action == "stall":
+                self._fault(node, "slow-disk", "3000")
+                return f"node {node}: every fsync now takes 3 s more; it keeps fetching but falls behind"
+            if action == "cutoff":
+                self._fault(node, "pause")
+                return f"node {node}: all traffic in and out dropped"
+            if action == "freeze":
+                self._signal(self.node_name(node), signal.SIGSTOP)
+                self.frozen.add(node)
+                return f"node {node}: stopped with SIGSTOP"
+            if action == "kill":
+                self._signal(self.node_name(node), signal.SIGKILL)
+                self.killed.add(node)
+                return f"node {node}: killed"
+            if action == "partition-leader":
+                leader = self.leader()
+                self._fault(leader, "pause")
+                return f"leader {leader}: cut off from every peer"
+            if action == "heal":
+                done = []
+                for node_id in sorted(self.frozen):
+                    self._signal(self.node_name(node_id), signal.SIGCONT)
+                    done.append(f"node {node_id} continued")
+                self.frozen.clear()
+                for node_id in sorted(self.killed):
+                    name = self.node_name(node_id)
+                    self.spawn(name, self.argv[name])
+                    done.append(f"node {node_id} restarted")
+                self.killed.clear()
+                for node_id in self.nodes:
+                    if self.processes[self.node_name(node_id)].poll() is None:
+                        try:
+                            self._fault(node_id, "clear")
+                        except (ValueError, subprocess.TimeoutExpired):
+                            pass  # a node still starting up has no faults to clear
+                return "; ".join(done) or "faults cleared on every node"
+            raise ValueError(f"unknown chaos action {action!r}")
+
+
+def _signal_group(pid: int, sig: int) -> None:
     try:
-        os.killpg(pid, signal.SIGTERM)
+        os.killpg(pid, sig)
     except ProcessLookupError:
         pass
 
 
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+def _serve_control(stack: Stack, stopping: list) -> socket.socket:
+    """One JSON request per connection: {"action": ..., "node": ...} -> {"ok": ..., "message": ...}."""
+    path = stack.run_dir / "control.sock"
+    path.unlink(missing_ok=True)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(4)
+
+    def loop():
+        while not stopping:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                try:
+                    request = json.loads(conn.makefile().readline())
+                    message = stack.chaos(request["action"], request.get("node"))
+                    reply = {"ok": True, "message": message}
+                    say(f"chaos: {message}")
+                except Exception as e:  # noqa: BLE001 - the reply carries any failure to the caller
+                    reply = {"ok": False, "message": str(e)}
+                conn.sendall((json.dumps(reply) + "\n").encode())
+
+    threading.Thread(target=loop, name="control", daemon=True).start()
+    return server
+
+
+def _streaming_job_config(stack: Stack, pushgateway: str) -> Path:
+    config = {
+        "source": {"kind": "auto", "bootstrap_servers": stack.broker.bootstrap, "topic": svc.EVENTS_TOPIC,
+                   "starting_offsets": "earliest"},
+        "checkpoint_location": str(stack.run_dir / "checkpoint"),
+        "trigger_interval": "1 second",
+        "spark": {"master": "local[*]"},
+        "sink": {"prometheus": {"mode": "pushgateway", "pushgateway_url": f"http://{pushgateway}"},
+                 "health_topic": svc.HEALTH_TOPIC, "console": False},
+    }
+    import yaml
+    path = stack.run_dir / "job.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
 
 
 def up(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir).resolve()
-    (run_dir / "logs").mkdir(parents=True, exist_ok=True)
-    stack = Stack(run_dir)
+    stack = Stack(run_dir, args)
     if stack.state_file.exists():
         say(f"a stack seems to run already ({stack.state_file}); `deploy/run-local down` stops it")
         return 1
+    (run_dir / "logs").mkdir(parents=True, exist_ok=True)
     stopping: list[int] = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(1))
     quorum = [sys.executable, "-m", "quorum.cli"]
+    console = None
+    control = None
     try:
-        say(f"starting the embedded Kafka broker (log {stack.log('broker')})")
+        svc.check_binaries()
+        say(f"[1/6] embedded Kafka broker (log {stack.log('broker')})")
         stack.broker = EmbeddedBroker(port=args.broker_port or free_port(), log_path=stack.log("broker")).start()
-        stack.broker.create_topic(EVENTS_TOPIC, args.partitions)
+        stack.broker.create_topic(svc.EVENTS_TOPIC, args.partitions)
+        stack.broker.create_topic(svc.HEALTH_TOPIC, 1)
         stack.urls["kafka"] = stack.broker.bootstrap
         stack.save()
-        say(f"broker ready on {stack.broker.bootstrap}, topic {EVENTS_TOPIC} ({args.partitions} partitions)")
 
-        synth = quorum + ["synth", "--bootstrap-server", stack.broker.bootstrap, "--topic", EVENTS_TOPIC,
-                          "--clusters", str(args.clusters), "--voters", str(args.voters),
-                          "--observers", str(args.observers), "--seed", str(args.seed)]
-        if not args.no_faults:
-            synth.append("--demo-faults")
-        say(f"starting the synthetic quorum: {args.clusters} cluster(s) x {args.voters} voters + "
-            f"{args.observers} observer(s){'' if args.no_faults else ', demo faults from 30 s on'}")
-        stack.spawn("synthetic-quorum", synth)
-        if not args.quiet:
-            say("console view of the events topic follows (Ctrl-C stops everything)")
-            stack.spawn("console", quorum + ["tail", "--bootstrap-server", stack.broker.bootstrap,
-                                             "--topic", EVENTS_TOPIC], console=True)
-        say("ready:")
+        say(f"[2/6] quorum: {args.voters} voters + {args.observers} observer(s), cluster id {svc.CLUSTER_ID}")
+        for spec in svc.write_node_configs(run_dir, args.voters, args.observers, stack.broker.bootstrap):
+            stack.nodes[spec.node_id] = spec
+            stack.spawn(stack.node_name(spec.node_id), quorum + ["node", "--config", str(spec.config_path)])
+        bootstrap = ",".join(n.address for n in stack.nodes.values())
+        stack.urls["quorum"] = bootstrap
+        leader, epoch = svc.await_condition("a quorum leader", lambda: svc.quorum_leader(bootstrap), START_TIMEOUT_S,
+                                            0.5, alive=lambda: _dead_node(stack))
+        say(f"      leader {leader} in epoch {epoch}")
+
+        say("[3/6] Pushgateway, Alertmanager, Prometheus")
+        console = AlertConsole("127.0.0.1", free_port(), lambda line: say(f"alert: {line}")).start()
+        addresses = {name: f"127.0.0.1:{free_port()}" for name in ("pushgateway", "alertmanager", "prometheus")}
+        stack.spawn("pushgateway", svc.pushgateway_argv(addresses["pushgateway"], run_dir))
+        stack.spawn("alertmanager", svc.alertmanager_argv(addresses["alertmanager"], run_dir, console.url))
+        stack.spawn("prometheus", svc.prometheus_argv(addresses["prometheus"], run_dir, addresses["pushgateway"],
+                                                      addresses["alertmanager"]))
+        for name, address in addresses.items():
+            svc.await_condition(name, lambda a=address: svc.http_ok(f"http://{a}/-/ready"), START_TIMEOUT_S,
+                                alive=stack.check_alive)
+            stack.urls[name] = f"http://{address}"
+        stack.save()
+
+        if args.synthetic:
+            say(f"[4/6] synthetic quorums: {args.synthetic}, with one of each fault in their first four minutes")
+            stack.spawn("synthetic-quorum", quorum + ["synth", "--bootstrap-server", stack.broker.bootstrap,
+                                                      "--topic", svc.EVENTS_TOPIC, "--clusters", str(args.synthetic),
+                                                      "--demo-faults"])
+        else:
+            say("[4/6] no synthetic quorums (--synthetic N adds some)")
+
+        say(f"[5/6] streaming job on local[*] (log {stack.log('streaming-job')}; the first batch takes a while)")
+        job_config = _streaming_job_config(stack, addresses["pushgateway"])
+        stack.spawn("streaming-job", [sys.executable, "-m", "streaming.cli", "run", "--config", str(job_config)])
+        svc.await_condition("the streaming job's first push",
+                            lambda: svc.http_json(f"http://{addresses['pushgateway']}/api/v1/metrics")["data"],
+                            JOB_START_TIMEOUT_S, 1.0, alive=stack.check_alive)
+
+        control = _serve_control(stack, stopping)
+        say("[6/6] ready:")
         for name, url in stack.urls.items():
-            say(f"  {name:12} {url}")
-        say(f"  logs         {run_dir / 'logs'}")
+            say(f"      {name:13} {url}")
+        say(f"      {'logs':13} {run_dir / 'logs'}")
+        say("      try: deploy/run-local chaos freeze 2   (then: deploy/run-local chaos heal)")
         deadline = time.monotonic() + args.duration if args.duration else None
         while not stopping and (deadline is None or time.monotonic() < deadline):
             problem = stack.check_alive()
@@ -142,55 +311,104 @@ def up(args: argparse.Namespace) -> int:
                 return 1
             time.sleep(0.5)
         return 0
+    except svc.StartError as e:
+        say(f"could not start: {e}")
+        return 1
     except KeyboardInterrupt:
         return 0
     finally:
+        stopping.append(1)
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the clean-up short
+        if control:
+            control.close()
         stack.stop()
+        if console:
+            console.stop()
         say("stopped")
 
 
+def _dead_node(stack: Stack) -> str | None:
+    for name, proc in stack.processes.items():
+        if proc.poll() is not None:
+            return f"{name} exited with code {proc.returncode} (log: {stack.log(name)})"
+    return None
+
+
+def _state(run_dir: Path) -> dict | None:
+    path = run_dir / "stack.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
 def down(args: argparse.Namespace) -> int:
-    state_file = Path(args.run_dir).resolve() / "stack.json"
-    if not state_file.exists():
+    run_dir = Path(args.run_dir).resolve()
+    state = _state(run_dir)
+    if state is None:
         say("no stack is running")
         return 0
-    state = json.loads(state_file.read_text())
-    launcher = state.get("launcher")
     try:
-        os.kill(launcher, signal.SIGTERM)  # the launcher stops its processes in order
-        deadline = time.monotonic() + STOP_TIMEOUT_S * 2
-        while time.monotonic() < deadline and state_file.exists():
-            time.sleep(0.2)
-    except (ProcessLookupError, TypeError):
+        os.kill(state["launcher"], signal.SIGTERM)  # the launcher stops its processes in order
+        svc.await_condition("the stack to stop", lambda: not (run_dir / "stack.json").exists(), STOP_TIMEOUT_S * 3)
+    except (ProcessLookupError, svc.StartError):
         pass
     for name, pid in state.get("pids", {}).items():  # whatever a dead launcher left behind
         try:
-            os.kill(pid, signal.SIGKILL)
+            os.killpg(pid, signal.SIGKILL)
             say(f"killed leftover {name} ({pid})")
-        except ProcessLookupError:
+        except (ProcessLookupError, PermissionError):
             pass
-    state_file.unlink(missing_ok=True)
+    (run_dir / "stack.json").unlink(missing_ok=True)
     say("stopped")
     return 0
+
+
+def status(args: argparse.Namespace) -> int:
+    state = _state(Path(args.run_dir).resolve())
+    if state is None:
+        say("no stack is running")
+        return 1
+    for name, url in state["urls"].items():
+        print(f"{name:13} {url}")
+    if "quorum" in state["urls"]:
+        subprocess.run([sys.executable, "-m", "quorum.cli", "describe", "--bootstrap-server",
+                        state["urls"]["quorum"].split(",")[0], "--replication", "--human-readable"], cwd=ROOT)
+    return 0
+
+
+def chaos(args: argparse.Namespace) -> int:
+    path = Path(args.run_dir).resolve() / "control.sock"
+    if not path.exists():
+        say("no stack is running (or it is still starting)")
+        return 1
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(30)
+        s.connect(str(path))
+        s.sendall((json.dumps({"action": args.chaos_action, "node": args.node}) + "\n").encode())
+        reply = json.loads(s.makefile().readline())
+    print(reply["message"])
+    return 0 if reply["ok"] else 1
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="deploy/run-local", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("action", nargs="?", choices=["up", "down"], default="up")
     p.add_argument("--run-dir", default=str(ROOT / "run" / "local"), help="logs and state (default %(default)s)")
-    p.add_argument("--broker-port", type=int, default=None, help="Kafka port (default: a free one)")
-    p.add_argument("--partitions", type=int, default=8, help="events topic partitions (default %(default)s)")
-    p.add_argument("--clusters", type=int, default=2, help="synthetic quorums (default %(default)s)")
-    p.add_argument("--voters", type=int, default=3, help="voters per quorum (default %(default)s)")
-    p.add_argument("--observers", type=int, default=1, help="observers per quorum (default %(default)s)")
-    p.add_argument("--seed", type=int, default=0, help="synthetic quorum seed (default %(default)s)")
-    p.add_argument("--no-faults", action="store_true", help="a healthy quorum, no demo faults")
-    p.add_argument("--quiet", action="store_true", help="no console view of the events")
-    p.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
+    sub = p.add_subparsers(dest="action")
+    p.set_defaults(action="up")
+    for parser in (p, sub.add_parser("up", help="start the stack (the default)")):
+        parser.add_argument("--broker-port", type=int, default=None, help="Kafka port (default: a free one)")
+        parser.add_argument("--partitions", type=int, default=8, help="events topic partitions (default %(default)s)")
+        parser.add_argument("--voters", type=int, default=3, help="voters in the quorum (default %(default)s)")
+        parser.add_argument("--observers", type=int, default=1, help="observers in the quorum (default %(default)s)")
+        parser.add_argument("--synthetic", type=int, default=0, metavar="N",
+                            help="also run N synthetic quorums with scripted faults (default %(default)s)")
+        parser.add_argument("--duration", type=float, default=None, help="stop by itself after this many seconds")
+    sub.add_parser("down", help="stop a running stack")
+    sub.add_parser("status", help="addresses and the quorum's replication state")
+    c = sub.add_parser("chaos", help="disturb the running quorum (see above)")
+    c.add_argument("chaos_action", choices=["stall", "cutoff", "freeze", "kill", "partition-leader", "heal"])
+    c.add_argument("node", nargs="?", type=int, help="node id (for stall, cutoff, freeze, kill)")
     args = p.parse_args(argv)
-    return up(args) if args.action == "up" else down(args)
+    return {"up": up, "down": down, "status": status, "chaos": chaos}[args.action](args)
 
 
 if __name__ == "__main__":
