@@ -1,0 +1,99 @@
+"""What the nodes publish: the leader's `fetch` records replayed through the KIP-836 rule
+give the timestamps the leader reports in DescribeQuorum; every node publishes `metrics`
+and `state_change`; with the events broker unreachable the quorum still elects and
+commits, and the drops are counted."""
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+
+import pytest
+
+from quorum import events
+from quorum.embedded_broker import free_port
+from tests.node.cluster import FAST, Cluster
+
+pytestmark = pytest.mark.slow
+
+
+def kip836_states(fetches: list[events.Fetch]):
+    """Yield (replica, (end_offset, last_fetch, last_caught_up)) after every valid fetch,
+    applying the facts file's rule in order."""
+    st: dict[int, list[int]] = defaultdict(lambda: [-1, -1, -1, -1])  # end, fetch ts, leader leo, caught up
+    for f in fetches:
+        if f.outcome != "valid":
+            continue
+        s = st[f.replica_id]
+        if f.fetch_offset >= f.leader_log_end_offset:
+            s[3] = max(s[3], f.time_ms)
+        elif s[2] > 0 and f.fetch_offset >= s[2]:
+            s[3] = max(s[3], s[1])
+        s[2] = f.leader_log_end_offset
+        s[1] = max(s[1], f.time_ms)
+        s[0] = f.fetch_offset
+        yield f.replica_id, (s[0], s[1], s[3])
+
+
+def consume(bootstrap: str, topic: str, until, timeout_s: float = 30.0) -> list:
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "t", "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    out = []
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline:
+            msg = c.poll(0.2)
+            if msg is not None and not msg.error():
+                out.append(events.decode(msg.value()))
+            elif until(out):
+                return out
+    finally:
+        c.close()
+    raise AssertionError(f"events never satisfied the condition ({len(out)} read)")
+
+
+def test_replayed_fetch_records_give_the_leaders_describe_quorum_timestamps(tmp_path, broker, topic_factory):
+    topic = topic_factory(1)
+    c = Cluster(tmp_path, voters=3, observers=1, settings=FAST, events_bootstrap=broker.bootstrap,
+                events_topic=topic)
+    c.start()
+    try:
+        leader = c.wait_leader()
+        c.append(leader, [f"v{i}".encode() for i in range(30)])
+        described = c.describe_direct(leader)["topics"][0]["partitions"][0]
+        epoch = described["leader_epoch"]
+        expected = {r["replica_id"]: (r["log_end_offset"], r["last_fetch_timestamp"], r["last_caught_up_timestamp"])
+                    for r in described["current_voters"] + described["observers"] if r["replica_id"] != leader}
+
+        def replay_matches(records) -> bool:
+            fetches = [r for r in records if isinstance(r, events.Fetch) and r.leader_id == leader
+                       and r.leader_epoch == epoch]
+            seen = defaultdict(set)
+            for replica, state in kip836_states(fetches):
+                seen[replica].add(state)
+            # the DescribeQuorum answer is the state after some prefix of each replica's fetches
+            return all(expected[r] in seen[r] for r in expected)
+
+        records = consume(broker.bootstrap, topic, replay_matches)
+        kinds = {(type(r).__name__, getattr(r, "node_id", None)) for r in records}
+        for i in c.ids:
+            assert ("Metrics", i) in kinds and ("StateChange", i) in kinds
+        assert all(r.dropped_events_total == 0 for r in records if isinstance(r, events.Metrics))
+        assert {r.replica_role for r in records if isinstance(r, events.Fetch) and r.replica_id == 4} == {"observer"}
+    finally:
+        c.stop_all()
+
+
+def test_an_election_completes_and_commits_with_the_events_broker_down(tmp_path):
+    dead = f"127.0.0.1:{free_port()}"
+    c = Cluster(tmp_path, voters=3, observers=0, events_bootstrap=dead, events_topic="events",
+                settings={**FAST, "events.buffer.records": 20, "events.metrics.interval.ms": 100})
+    c.start()
+    try:
+        leader = c.wait_leader()
+        offsets = c.append(leader, [b"a", b"b"])
+        assert offsets[1] == offsets[0] + 1
+        c.wait_for(lambda: c.try_status(leader)["dropped_events_total"] > 0, 15,
+                   "the leader to count the events it could not publish")
+    finally:
+        c.stop_all()
