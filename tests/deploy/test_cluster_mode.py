@@ -242,3 +242,4 @@ def test_collector_polls_one_cluster_with_one_replica():
     command = container["command"]
     assert command[:2] == ["quorum", "collect"]
     assert option(command, "--bootstrap-server") and int(option(command, "--interval-ms")[0]) > 0
+    assert option(command, "--events-bootstrap-server") and option(command, "--events-topic") == ["quorum-events"]
