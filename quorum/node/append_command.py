@@ -15,9 +15,12 @@ import sys
 import time
 
 
-def make_producer(bootstrap: str, linger_ms: int = 0, timeout_ms: int = 10_000, acks: str | int = "all",
+def make_producer(bootstrap: str, linger_ms: int = 60_000, timeout_ms: int = 10_000, acks: str | int = "all",
                   retries: int = 10):
-    """acks=all: offsets are committed ones; acks=1: on the leader's disk, maybe never committed."""
+    """acks=all: offsets are committed ones; acks=1: on the leader's disk, maybe never committed.
+    The long linger is deliberate: callers send a chunk and `flush()`, which sends the whole
+    chunk as one request at once (a short linger would split it over several requests,
+    each waiting for its own commit with one request in flight)."""
     from kafka import KafkaProducer
     return KafkaProducer(bootstrap_servers=bootstrap, acks=acks, enable_idempotence=False, linger_ms=linger_ms,
                          retries=retries, retry_backoff_ms=100, request_timeout_ms=timeout_ms,

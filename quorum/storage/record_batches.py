@@ -11,7 +11,7 @@ import struct
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
-from kafka.record._crc32c import crc as crc32c
+from kafka.record.util import calc_crc32c as crc32c  # C implementation when `crc32c` is installed
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 HEADER = DefaultRecordBatch.HEADER_STRUCT

@@ -7,7 +7,7 @@ import argparse
 import pytest
 
 from quorum import collector, events
-from tests.node.cluster import FAST, Cluster
+from quorum.node.local_cluster import FAST, Cluster
 from tests.node.test_node_events import consume
 
 pytestmark = pytest.mark.slow

@@ -11,7 +11,7 @@ import pytest
 
 from quorum import events
 from quorum.embedded_broker import free_port
-from tests.node.cluster import FAST, Cluster
+from quorum.node.local_cluster import FAST, Cluster
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.node.cluster import FAST, Cluster, committed_values
+from quorum.node.local_cluster import FAST, Cluster, committed_values
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""Test harness: a quorum of real `quorum node` processes on loopback.
+"""A quorum of real `quorum node` processes on loopback, for tests, benchmarks and demos.
 
 Nodes start in parallel; every wait polls a condition with a deadline (no fixed sleeps).
 Status comes from each node's control socket, the quorum view from DescribeQuorum.
