@@ -8,8 +8,20 @@ from .config import ConfigError, HealthConfig
 from .schema import HEALTH_COLUMNS, HEALTH_SCHEMA, INPUT_COLUMNS, KEY_COLUMNS, KINDS
 from .statuses import QUORUM_STATUSES, REPLICA_STATUSES
 
-__all__ = ["build_health_stream", "HealthConfig", "ConfigError", "HEALTH_SCHEMA", "HEALTH_COLUMNS", "KINDS",
+__all__ = ["build_health_stream", "health_input", "HealthConfig", "ConfigError", "HEALTH_SCHEMA", "HEALTH_COLUMNS", "KINDS",
            "REPLICA_STATUSES", "QUORUM_STATUSES"]
+
+
+def health_input(events_df):
+    """The columns the processor reads, of the records it can use: a record with no quorum key
+    or no event time cannot be placed (decode rejects those already; this keeps the processor
+    safe if it is fed from elsewhere)."""
+    from pyspark.sql import functions as F
+    present = [c for c in INPUT_COLUMNS if c in events_df.columns]
+    usable = F.lit(True)
+    for c in KEY_COLUMNS + ["time_ms", "type"]:
+        usable = usable & F.col(c).isNotNull()
+    return events_df.select(*present).where(usable)
 
 
 def build_health_stream(events_df, health_cfg: HealthConfig, api: str | None = None):
@@ -27,8 +39,7 @@ def build_health_stream(events_df, health_cfg: HealthConfig, api: str | None = N
     """
     from .processor import HEALTH_API, QuorumHealthPandasProcessor, QuorumHealthRowProcessor
     api = api or HEALTH_API
-    present = [c for c in INPUT_COLUMNS if c in events_df.columns]
-    grouped = events_df.select(*present).groupBy(*KEY_COLUMNS)
+    grouped = health_input(events_df).groupBy(*KEY_COLUMNS)
     if api == "pandas":
         return grouped.transformWithStateInPandas(
             statefulProcessor=QuorumHealthPandasProcessor(health_cfg), outputStructType=HEALTH_SCHEMA,
