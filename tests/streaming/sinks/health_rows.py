@@ -1,0 +1,33 @@
+"""Health rows for sink tests, produced by the real tracker from scripted quorums."""
+from __future__ import annotations
+
+from typing import Any
+
+from health.quorum_script import TOPIC, QuorumScript
+from streaming.health.config import HealthConfig
+from streaming.health.tracker import QuorumTracker, new_state
+
+
+class ScriptedQuorum:
+    """A scripted quorum and its tracker; `rows()` runs it a while and returns one batch's rows."""
+
+    def __init__(self, cluster: str, observers=()):
+        self.script = QuorumScript(cluster=cluster, observers=observers)
+        self.state = new_state(cluster, TOPIC, 0)
+        self.cfg = HealthConfig()
+
+    def rows(self, ms: int = 1000, proc_ms: int = 1000, silent: bool = False) -> list[dict[str, Any]]:
+        tracker = QuorumTracker(self.cfg, self.state)
+        if silent:
+            return tracker.evaluate(self.state["last_event_ms"] + ms, proc_ms, silent=True)
+        tracker.apply_all(self.script.run(ms))
+        self.state["last_input_proc_ms"] = proc_ms
+        return tracker.evaluate(self.state["last_event_ms"], proc_ms, silent=False)
+
+
+def flagged_cluster(cluster: str = "c1", proc_ms: int = 1000) -> tuple[ScriptedQuorum, list[dict[str, Any]]]:
+    """A quorum whose voter 3 has stopped fetching for 4 s: unreachable."""
+    q = ScriptedQuorum(cluster)
+    q.rows(3000, proc_ms)
+    q.script.mode[3] = "silent"
+    return q, q.rows(4000, proc_ms)

@@ -1,0 +1,28 @@
+"""Sink configuration: documented defaults, nested sections, errors naming the key."""
+from __future__ import annotations
+
+import pytest
+
+from streaming.health.config import ConfigError
+from streaming.sinks.config import SinkConfig
+
+
+def test_sink_defaults_and_nested_sections():
+    cfg = SinkConfig.from_dict(None)
+    assert (cfg.prometheus.mode, cfg.kafka.enabled, cfg.console.enabled) == ("pushgateway", False, False)
+    cfg = SinkConfig.from_dict({"prometheus": {"mode": "exporter", "exporter_port": 9999},
+                                "kafka": {"enabled": True, "producer_config": {"security.protocol": "SSL"}}})
+    assert (cfg.prometheus.mode, cfg.prometheus.exporter_port) == ("exporter", 9999)
+    assert cfg.kafka.producer_config == {"security.protocol": "SSL"}
+
+
+@pytest.mark.parametrize("section, message", [
+    ({"promethus": {}}, r"sink\.promethus: unknown key"),
+    ({"prometheus": {"mode": "scrape"}}, r"sink\.prometheus\.mode: must be one of pushgateway, exporter, off"),
+    ({"prometheus": {"push_attempts": 0}}, r"sink\.prometheus\.push_attempts"),
+    ({"kafka": {"enabled": "yes"}}, r"sink\.kafka\.enabled: expected bool"),
+    ({"console": {"colour": True}}, r"sink\.console\.colour: unknown key"),
+])
+def test_bad_sink_config_names_the_key(section, message):
+    with pytest.raises(ConfigError, match=message):
+        SinkConfig.from_dict(section)

@@ -1,0 +1,35 @@
+"""The console view: compact, flagged things first-class, healthy replicas hidden by default."""
+from __future__ import annotations
+
+import io
+
+from streaming.sinks.config import ConsoleSinkConfig
+from streaming.sinks.console import ConsoleSink, render
+from streaming.sinks.snapshot import HealthSnapshot
+
+from .health_rows import flagged_cluster
+
+
+def test_console_shows_the_quorum_the_flagged_replica_and_the_transition():
+    snap = HealthSnapshot()
+    applied = snap.apply(flagged_cluster("c1")[1])
+    text = render(snap, applied.events, batch_id=7, stalled=False)
+    lines = text.splitlines()
+    assert lines[0] == "-- batch 7"
+    assert lines[1].startswith("c1 __cluster_metadata-0  DEGRADED") and "voters 2/3 caught up" in lines[1]
+    assert [ln for ln in lines if ln.startswith("    ")] == [ln for ln in lines if "unreachable" in ln
+                                                          and ln.startswith("    ")]
+    assert "    voter       3  unreachable" in text
+    assert "  * c1 __cluster_metadata-0 replica 3: caught_up -> unreachable" in text
+    assert "caught_up " not in "\n".join(ln for ln in lines if ln.startswith("    "))
+
+
+def test_console_sink_says_when_the_input_is_stalled():
+    out = io.StringIO()
+    sink = ConsoleSink(ConsoleSinkConfig(enabled=True, show_healthy=True), out)
+    snap = HealthSnapshot()
+    snap.apply(flagged_cluster("c1")[1])
+    sink.publish(snap, [], batch_id=3, stalled=True)
+    text = out.getvalue()
+    assert text.startswith("-- batch 3  INPUT STALLED")
+    assert "voter       2  caught_up" in text  # show_healthy lists the healthy ones too

@@ -1,0 +1,119 @@
+"""Against real servers: a Prometheus that scrapes a Pushgateway (honor_labels) and the driver's
+/metrics exporter; PromQL must see the flagged replica, and no longer see a vanished one."""
+from __future__ import annotations
+
+import json
+import urllib.parse
+
+import pytest
+
+from prometheus_tools import Server, http_get, wait_for
+from quorum.embedded_broker import free_port
+from streaming.health.config import HealthConfig
+from streaming.sinks import SinkConfig, make_batch_writer
+
+from .health_rows import ScriptedQuorum
+
+FLAGGED = 'quorum_replica_status{cluster="c1", status="unreachable"} == 1'
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory):
+    work = tmp_path_factory.mktemp("prometheus")
+    exporter_port = free_port()
+    with Server("prometheus-pushgateway", lambda addr: [f"--web.listen-address={addr}"], work) as gateway:
+        config = work / "prometheus.yml"
+        config.write_text(json.dumps({  # JSON is YAML
+            "global": {"scrape_interval": "1s"},
+            "scrape_configs": [
+                {"job_name": "pushgateway", "honor_labels": True,
+                 "static_configs": [{"targets": [gateway.address]}]},
+                {"job_name": "exporter", "static_configs": [{"targets": [f"127.0.0.1:{exporter_port}"]}]},
+            ]}))
+        args = lambda addr: [f"--config.file={config}", f"--storage.tsdb.path={work / 'data'}",
+                             f"--web.listen-address={addr}"]
+        with Server("prometheus", args, work) as prometheus:
+            yield gateway, prometheus, exporter_port
+
+
+def promql(prometheus: Server, query: str) -> list[dict]:
+    url = f"{prometheus.url}/api/v1/query?" + urllib.parse.urlencode({"query": query})
+    return json.loads(http_get(url))["data"]["result"]
+
+
+def flagged_with_observer() -> tuple[ScriptedQuorum, list[dict]]:
+    """c1: voter 3 unreachable, observer 4 still fetching."""
+    q = ScriptedQuorum("c1", observers=(4,))
+    q.rows(3000)
+    q.script.mode[3] = "silent"
+    return q, q.rows(4000)
+
+
+def observer_vanishes(q: ScriptedQuorum) -> list[dict]:
+    """Observer 4 stops fetching; after 300 s the tracker forgets it (as the leader does)."""
+    q.script.mode[4] = "silent"
+    rows = q.rows(301_000, proc_ms=2000)
+    assert any(r["kind"] == "forget" and r["replica_id"] == 4 for r in rows)
+    return rows
+
+
+def test_pushgateway_mode_prometheus_sees_the_flagged_replica_then_not_once_it_vanished(servers):
+    gateway, prometheus, _ = servers
+    writer = make_batch_writer(SinkConfig.from_dict({"prometheus": {"pushgateway_url": gateway.url}}),
+                               HealthConfig())
+    q, rows = flagged_with_observer()
+    writer.monitor.record_input(len(rows))
+    writer.write_rows(rows + ScriptedQuorum("c2").rows(3000), batch_id=0)
+    [series] = wait_for(lambda: promql(prometheus, FLAGGED), 30, "the flagged replica in Prometheus")
+    labels = series["metric"]
+    assert (labels["job"], labels["replica"], labels["role"]) == ("quorum_health", "3", "voter")
+    assert promql(prometheus, 'quorum_monitor_input_stalled{cluster="_monitor"}')
+    assert writer.monitor.push_failures_total == 0
+
+    assert promql(prometheus, 'quorum_replica_status{cluster="c1", replica="4"}')
+
+    # Observer 4 forgotten: the PUT replaces the cluster's group, so its series go.
+    writer.write_rows(observer_vanishes(q), batch_id=1)
+    assert b'replica="4"' not in http_get(f"{gateway.url}/metrics")
+    wait_for(lambda: not promql(prometheus, 'quorum_replica_status{cluster="c1", replica="4"}'), 30,
+             "observer 4's series to disappear")
+    assert promql(prometheus, FLAGGED)  # the rest of the group is still there
+    assert promql(prometheus, 'quorum_replica_status{cluster="c2", replica="3"}')  # other groups untouched
+    writer.close()
+
+
+def test_exporter_mode_prometheus_scrapes_the_driver_and_vanished_series_go(servers):
+    _, prometheus, exporter_port = servers
+    writer = make_batch_writer(SinkConfig.from_dict(
+        {"prometheus": {"mode": "exporter", "exporter_host": "127.0.0.1", "exporter_port": exporter_port}}),
+        HealthConfig())
+    try:
+        q, rows = flagged_with_observer()
+        writer.write_rows(rows, batch_id=0)
+        query = FLAGGED.replace('cluster="c1"', 'job="exporter", cluster="c1"')
+        [series] = wait_for(lambda: promql(prometheus, query), 30, "the flagged replica scraped from the driver")
+        assert series["metric"]["replica"] == "3"
+        assert promql(prometheus, 'quorum_monitor_last_batch_timestamp_seconds{job="exporter"}')
+        assert promql(prometheus, 'quorum_replica_status{job="exporter", replica="4"}')
+        writer.write_rows(observer_vanishes(q), batch_id=1)
+        wait_for(lambda: not promql(prometheus, 'quorum_replica_status{job="exporter", replica="4"}'), 30,
+                 "observer 4's series to disappear from the exporter")
+        assert promql(prometheus, query)
+    finally:
+        writer.close()
+
+
+def test_pushgateway_down_is_retried_counted_and_never_fatal():
+    dead = f"http://127.0.0.1:{free_port()}"
+    writer = make_batch_writer(SinkConfig.from_dict(
+        {"prometheus": {"pushgateway_url": dead, "push_attempts": 3, "retry_backoff_s": 0.05}}), HealthConfig())
+    backoffs: list[float] = []
+    writer.prometheus.sleep = backoffs.append  # record the waits between tries instead of waiting
+    rows = [r for c in range(20) for r in ScriptedQuorum(f"c{c}").rows(2000)]
+    writer.write_rows(rows, batch_id=0)
+    writer.write_rows([], batch_id=1)
+    # Every cluster group and the monitor group counted as failed, in each batch; the clusters
+    # stay pending for the next push; one group's retries per batch (doubling), not twenty.
+    assert writer.monitor.push_failures_total == 2 * (20 + 1)
+    assert len(writer.prometheus.dirty) == 20
+    assert backoffs == [0.05, 0.1] * 2

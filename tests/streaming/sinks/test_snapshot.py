@@ -1,0 +1,56 @@
+"""The driver's snapshot: latest verdict per quorum, vanished series, verdicts held while the
+whole input is stalled."""
+from __future__ import annotations
+
+from streaming.health import statuses as S
+from streaming.sinks.snapshot import HealthSnapshot
+
+from .health_rows import ScriptedQuorum, flagged_cluster
+
+
+def test_keeps_the_latest_snapshot_per_quorum_and_reports_changed_clusters():
+    snap = HealthSnapshot()
+    q1, rows1 = flagged_cluster("c1")
+    q2 = ScriptedQuorum("c2")
+    applied = snap.apply(rows1 + q2.rows(3000))
+    assert applied.changed_clusters == {"c1", "c2"} and not applied.vanished_clusters
+    [view] = snap.views("c1")
+    assert view.replicas[3]["status"] == S.UNREACHABLE
+    flagged = [(e.get("replica_id"), e["previous_status"], e["status"]) for e in applied.events
+               if e["kind"] == "transition"]
+    assert flagged == [(3, S.CAUGHT_UP, S.UNREACHABLE), (None, S.HEALTHY, S.DEGRADED)]
+
+
+def test_forgotten_replica_and_quorum_vanish():
+    snap = HealthSnapshot()
+    q = ScriptedQuorum("c1", observers=(4,))
+    snap.apply(q.rows(3000))
+    assert 4 in snap.views("c1")[0].replicas
+    q.script.mode[4] = "silent"
+    rows = q.rows(301_000, proc_ms=2000)
+    assert any(r["kind"] == "forget" and r["replica_id"] == 4 for r in rows)
+    snap.apply(rows)
+    assert 4 not in snap.views("c1")[0].replicas
+    forget = {"kind": "forget", "cluster_id": "c1", "topic": "__cluster_metadata", "partition": 0, "seq": 99,
+              "now_ms": 0, "proc_ms": 9000, "last_input_proc_ms": 2000, "silent": True, "replica_id": None}
+    applied = snap.apply([forget] + ScriptedQuorum("other").rows(1000, proc_ms=9000))
+    assert snap.views("c1") == [] and applied.vanished_clusters == {"c1"}
+    assert snap.clusters() == ["other"]
+
+
+def test_silent_verdicts_are_published_when_other_input_arrived_after_the_quorum_went_quiet():
+    snap = HealthSnapshot()
+    quiet, busy = ScriptedQuorum("quiet"), ScriptedQuorum("busy")
+    snap.apply(quiet.rows(3000, proc_ms=1000) + busy.rows(3000, proc_ms=1000))
+    rows = quiet.rows(4000, proc_ms=5000, silent=True) + busy.rows(4000, proc_ms=5000)
+    assert snap.apply(rows).held_quorums == 0
+    assert snap.views("quiet")[0].quorum["status"] == S.LEADERLESS
+
+
+def test_silent_verdicts_are_held_when_no_input_at_all_arrived_since():
+    snap = HealthSnapshot()
+    a, b = ScriptedQuorum("a"), ScriptedQuorum("b")
+    snap.apply(a.rows(3000, proc_ms=1000) + b.rows(3000, proc_ms=1000))
+    applied = snap.apply(a.rows(4000, proc_ms=5000, silent=True) + b.rows(4000, proc_ms=5000, silent=True))
+    assert applied.held_quorums == 2 and applied.events == []
+    assert {v.quorum["status"] for v in snap.views()} == {S.HEALTHY}
