@@ -302,6 +302,10 @@ class Simulation:
         self._apply(n, out)
         return out.append_offsets
 
+    def start_client_traffic(self) -> None:
+        """Append through the leader every `faults.client_every_ms` from now on."""
+        self._push(self.now + self.rng.randint(*self.faults.client_every_ms), "client", None)
+
     def leader(self) -> int | None:
         """The up, unpaused node that believes it leads in the highest epoch."""
         best = None
@@ -531,7 +535,7 @@ class Simulation:
         """Fault phase of `events` events, then heal and demand progress."""
         if self.faults.enabled:
             self._push(self.rng.randint(*self.faults.fault_every_ms), "fault", None)
-        self._push(self.rng.randint(*self.faults.client_every_ms), "client", None)
+        self.start_client_traffic()
         while self.events_processed < events and self.step():
             pass
         fault_phase_ms = self.now
