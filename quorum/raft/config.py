@@ -21,6 +21,7 @@ class RaftConfig:
     successor_backoff_max_ms: int = 1000   # cap of the EndQuorumEpoch successor backoff
     check_quorum_factor: float = 1.5       # leader resigns without majority fetches for this x fetch timeout
     pre_vote: bool = True                  # KIP-996
+    metrics_snapshot_interval_ms: int = 100  # Output.metrics at most this often (None in between)
 
     @property
     def check_quorum_timeout_ms(self) -> int:

@@ -105,6 +105,7 @@ class RaftNode:
         self._election_started_ms: int | None = None
         self._last_fetch_ok = (-1, NO_LEADER, 0)  # (epoch, leader, time) of the last good fetch answer
         self._metrics = MetricsTracker()
+        self._next_metrics_ms = now
         self._out = Output()
         self._now = now
         self.state: EpochState = self._initial_state(store.read(), now)
@@ -251,7 +252,9 @@ class RaftNode:
             out.committed.extend(committed)
             self._applied = hw
             self._last_applied = committed[-1]
-        out.metrics = self.metrics(self._now)
+        if self._now >= self._next_metrics_ms:   # snapshots cost; one per interval is plenty
+            out.metrics = self.metrics(self._now)
+            self._next_metrics_ms = self._now + self.config.metrics_snapshot_interval_ms
         return out
 
     def _initial_state(self, stored: ElectionState | None, now: int) -> EpochState:

@@ -28,4 +28,5 @@ class Output:
     committed: list[LogRecord] = field(default_factory=list)   # newly committed, to apply in order
     events: list[Fetch | StateChange] = field(default_factory=list)
     append_offsets: tuple[int, int] | None = None              # (first, last) offset of an `append`
-    metrics: RaftMetrics | None = None                         # snapshot after this step
+    metrics: RaftMetrics | None = None                         # snapshot after this step, at most one
+                                                               # per metrics_snapshot_interval_ms

@@ -56,6 +56,8 @@ def test_metrics_record_matches_the_event_contract():
     assert rec.state == "follower" and rec.leader_id == 2 and rec.voter_set == (0, 1, 2)
 
 
-def test_every_output_carries_a_metrics_snapshot():
+def test_outputs_carry_a_metrics_snapshot_at_most_once_per_interval():
     ctx = Ctx()
     assert ctx.tick().metrics.current_epoch == 0
+    assert ctx.tick(99).metrics is None
+    assert ctx.tick(1).metrics.current_state == "unattached"
