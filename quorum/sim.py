@@ -356,8 +356,12 @@ class Simulation:
         voters = len(self.voter_ids)
         if voters < 3 or self.disk_losses >= (voters - 1) // 2 or not n.may_vote:
             return False
-        end = max([len(self.committed)] + [m.published_hw for m in self.nodes.values()])
-        return self._holders(end, exclude=n.node_id) >= voters // 2 + 1
+        # The other voters must still hold, by a majority, every record committed so far and
+        # every record the wiped voter ever acknowledged: its fetches may still be in flight,
+        # and a leader counting them must not commit what only the lost disk held.
+        majority = voters // 2 + 1
+        return (self._holders(len(self.committed), exclude=n.node_id) >= majority
+                and self._holders(n.log.flushed_end_offset(), exclude=n.node_id, reference=n.log) >= majority)
 
     def _holders(self, end: int, exclude: int | None = None, reference: MemoryLog | None = None) -> int:
         """Voters whose durable log holds offset end-1 with the epoch the reference has there."""

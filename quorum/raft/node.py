@@ -290,9 +290,12 @@ class RaftNode:
                 self.store.write(es)
                 self._persisted = es
                 self._out.quorum_state = es
-        if isinstance(old, LeaderState):
-            old.parked.clear()
         self.state = new
+        if isinstance(old, LeaderState):
+            # held fetches learn at once that this node no longer leads
+            for pf in old.parked.values():
+                self._fetch_response(pf.message, Errors.NOT_LEADER_OR_FOLLOWER, self.high_watermark)
+            old.parked.clear()
         if not isinstance(new, FollowerState) or new.epoch != old.epoch:
             # answers to what the old state asked are stale (a follower keeps its fetch)
             self._pending.clear()
@@ -451,13 +454,14 @@ class RaftNode:
 
     def _handle_vote_request(self, message: Message, req: VoteRequest) -> None:
         part = self._our_partition(req.topics)
-        if not self._cluster_ok(req.cluster_id) or part is None:
-            err = Errors.INCONSISTENT_CLUSTER_ID if part is not None else Errors.UNKNOWN_TOPIC_OR_PARTITION
-            self._answer_vote(message, req, err if not self._cluster_ok(req.cluster_id)
-                              else Errors.UNKNOWN_TOPIC_OR_PARTITION, False, top_level=True)
+        if not self._cluster_ok(req.cluster_id):
+            self._answer_vote(message, Errors.INCONSISTENT_CLUSTER_ID, False, top_level=True)
+            return
+        if part is None:
+            self._answer_vote(message, Errors.UNKNOWN_TOPIC_OR_PARTITION, False, top_level=True)
             return
         granted = self._decide_pre_vote(part) if part.pre_vote else self._decide_vote(part)
-        self._answer_vote(message, req, Errors.NONE, granted)
+        self._answer_vote(message, Errors.NONE, granted)
 
     def _decide_vote(self, part: VotePartitionRequest) -> bool:
         """KIP-595's numbered Vote rules; a granted vote is persisted before the answer."""
@@ -501,7 +505,7 @@ class RaftNode:
         epoch, leader, at = self._last_fetch_ok
         return (epoch, leader) == (st.epoch, st.leader_id) and self._now - at < self.config.fetch_timeout_ms
 
-    def _answer_vote(self, message: Message, req: VoteRequest, error: int, granted: bool,
+    def _answer_vote(self, message: Message, error: int, granted: bool,
                      top_level: bool = False) -> None:
         st = self.state
         parts = ()
@@ -554,9 +558,8 @@ class RaftNode:
     # ------------------------------------------------------------------ BeginQuorumEpoch
 
     def _handle_begin_request(self, message: Message, req: BeginQuorumEpochRequest) -> None:
-        part = self._our_partition(req.topics)
-        if part is None or not self._cluster_ok(req.cluster_id):
-            self._answer_epoch(message, BeginQuorumEpochResponse, self._top_error(req.cluster_id, part))
+        part = self._partition_or_refuse(message, req, BeginQuorumEpochResponse)
+        if part is None:
             return
         st = self.state
         error = Errors.NONE
@@ -570,8 +573,16 @@ class RaftNode:
             self._become_follower(part.leader_epoch, part.leader_id, "BeginQuorumEpoch")
         self._answer_epoch(message, BeginQuorumEpochResponse, Errors.NONE, error)
 
-    def _top_error(self, cluster_id, part) -> int:
-        return Errors.INCONSISTENT_CLUSTER_ID if not self._cluster_ok(cluster_id) else Errors.UNKNOWN_TOPIC_OR_PARTITION
+    def _partition_or_refuse(self, message: Message, req, response_cls):
+        """Our partition of a Begin/EndQuorumEpoch request, or None after refusing it."""
+        part = self._our_partition(req.topics)
+        if not self._cluster_ok(req.cluster_id):
+            self._answer_epoch(message, response_cls, Errors.INCONSISTENT_CLUSTER_ID)
+        elif part is None:
+            self._answer_epoch(message, response_cls, Errors.UNKNOWN_TOPIC_OR_PARTITION)
+        else:
+            return part
+        return None
 
     def _answer_epoch(self, message: Message, cls, top_error: int, part_error: int | None = None) -> None:
         st = self.state
@@ -595,9 +606,8 @@ class RaftNode:
     # ------------------------------------------------------------------ EndQuorumEpoch
 
     def _handle_end_request(self, message: Message, req: EndQuorumEpochRequest) -> None:
-        part = self._our_partition(req.topics)
-        if part is None or not self._cluster_ok(req.cluster_id):
-            self._answer_epoch(message, EndQuorumEpochResponse, self._top_error(req.cluster_id, part))
+        part = self._partition_or_refuse(message, req, EndQuorumEpochResponse)
+        if part is None:
             return
         st = self.state
         if part.leader_epoch < st.epoch:

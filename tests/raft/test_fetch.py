@@ -129,3 +129,15 @@ def test_fetch_response_carries_records_with_their_epochs_and_kinds():
     recs = _answer(ctx).records
     assert all(isinstance(r, LogRecord) for r in recs)
     assert recs[-1].kind == "leader_change" and recs[-1].epoch == ctx.node.epoch
+
+
+def test_held_fetches_are_answered_not_leader_when_leadership_ends():
+    ctx = _leader()
+    leo = ctx.log.end_offset()
+    ctx.fetch_from(1, leo, ctx.node.epoch, max_wait_ms=500)
+    ctx.fetch_from(2, leo, ctx.node.epoch, max_wait_ms=500)
+    ctx.fetch_from(1, leo, ctx.node.epoch, max_wait_ms=500)
+    assert ctx.sent(m.FetchResponse) == []
+    ctx.out = ctx.node.resign(ctx.now)
+    (resp,) = ctx.sent(m.FetchResponse)
+    assert resp.destination == 1 and only_partition(resp.body).error_code == m.Errors.NOT_LEADER_OR_FOLLOWER
