@@ -226,8 +226,12 @@ class QuorumTracker:
     def evaluate(self, now_ms: int, proc_ms: int, silent: bool, emit_snapshot: bool = True) -> list[dict[str, Any]]:
         """Re-derive every status at `now_ms` (the quorum's clock) and return the rows to emit."""
         cfg, s = self.cfg, self.s
-        now_ms = max(now_ms, s["last_eval_ms"])
-        s["last_eval_ms"] = now_ms
+        if not silent:
+            # Event-time evaluations never go back. Extrapolated (silent) ones do not move this
+            # clock: if the "silence" was a delayed input, the late records are then judged at
+            # their own time, not at a clock that ran ahead while they were on their way.
+            now_ms = max(now_ms, s["last_eval_ms"])
+            s["last_eval_ms"] = now_ms
         epoch = s["epoch"]
         current_claims = {int(n): ms for n, ms in s["claims"].get(str(epoch), {}).items()
                           if now_ms - ms <= cfg.leader_claim_window_ms}

@@ -101,3 +101,14 @@ def test_quorum_silent_past_the_forget_horizon_is_forgotten_and_its_state_cleare
     assert [r for r in rows if r["kind"] == "forget"][0]["replica_id"] is None
     assert harness.tester.peekValueState("quorum", KEY) is None
     assert harness.advance(3000) == []  # no timer left behind
+
+
+def test_records_delayed_by_a_stalled_input_are_judged_at_their_own_time(harness):
+    # The input stops for 30 s (broker down); the quorum kept working and its records arrive
+    # late. They must be judged at their event time, not at the clock extrapolated meanwhile.
+    script = QuorumScript()
+    harness.feed(script.run(3000))
+    assert latest(harness.advance(30_000), "quorum")["status"] == S.LEADERLESS
+    rows = harness.feed(script.run(1000))
+    assert latest(rows, "quorum")["status"] == S.HEALTHY
+    assert latest(rows, "replica", 2)["last_fetch_age_ms"] == 0
