@@ -22,6 +22,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.prometheus_tools import wait_for
+
 ROOT = Path(__file__).resolve().parents[2]
 RULES = yaml.safe_load((ROOT / "alerts" / "quorum-health.rules.yml").read_text())
 START_TIMEOUT_S = 360
@@ -39,14 +41,7 @@ def seconds(duration: str) -> float:
 
 
 def await_value(what, fn, timeout_s, interval_s=1.0):
-    deadline = time.monotonic() + timeout_s
-    last = None
-    while time.monotonic() < deadline:
-        last = fn()
-        if last:
-            return last
-        time.sleep(interval_s)
-    raise AssertionError(f"{what}: not within {timeout_s:.0f} s (last: {last!r})")
+    return wait_for(fn, timeout_s, what, interval_s)
 
 
 def stack_cli(run_dir: Path, *args: str) -> subprocess.CompletedProcess:
