@@ -25,6 +25,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = settings_help()
 
 
+def _dump_tasks() -> None:
+    for task in asyncio.all_tasks():
+        task.print_stack(limit=6, file=sys.stderr)
+    sys.stderr.flush()
+
+
 async def serve(config, ready_line: bool = True) -> int:
     from quorum.node.node import QuorumNode
     from quorum.node.publisher import EventPublisher
@@ -39,6 +45,7 @@ async def serve(config, ready_line: bool = True) -> int:
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    loop.add_signal_handler(signal.SIGUSR2, _dump_tasks)  # `kill -USR2 PID`: what every task awaits
     role = "voter" if config.is_voter else "observer"
     logging.getLogger("quorum.node").info("node %d (%s) listening on %s, data in %s", config.node_id, role,
                                           config.listener, config.data_dir)

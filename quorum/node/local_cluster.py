@@ -80,6 +80,13 @@ class Cluster:
                 p.kill()
                 p.wait()
 
+    def transitions(self) -> str:
+        """Every node's logged state changes, in time order (for failure messages)."""
+        lines = []
+        for i in self.ids:
+            lines += [line for line in self.log_text(i).splitlines() if " -> " in line or "fault" in line]
+        return "\n".join(sorted(lines))
+
     def log_text(self, i: int) -> str:
         return (self.root / f"node-{i}.log").read_text(errors="replace")
 
@@ -107,7 +114,9 @@ class Cluster:
             return None
         (lid,) = leaders
         epoch = next(s["epoch"] for s in statuses if s["node_id"] == lid)
-        followers_agree = all(s["leader_id"] == lid for s in statuses if s["epoch"] == epoch)
+        # voters in the leader's epoch know it (an observer learns it at its next discovery)
+        followers_agree = all(s["leader_id"] == lid for s in statuses
+                              if s["epoch"] == epoch and s["node_id"] in self.voter_ids)
         return lid if followers_agree else None
 
     def wait_for(self, cond: Callable, timeout_s: float, what: str, interval_s: float = 0.05):
@@ -173,14 +182,18 @@ class Cluster:
                 producer.close(timeout=2)
 
 
-def committed_values(data_dir: Path, high_watermark: int) -> list[bytes]:
-    """Data records below `high_watermark` in a stopped node's log."""
+def committed_records(data_dir: Path, high_watermark: int) -> dict[int, bytes]:
+    """offset -> value of the data records below `high_watermark` in a stopped node's log."""
     from quorum.storage.durable_log import DurableLog
     log, _ = DurableLog.open(data_dir / "log", fsync=False)
     try:
-        return [r.value for r in log.read(0, high_watermark) if r.kind == "data"]
+        return {r.offset: r.value for r in log.read(0, high_watermark) if r.kind == "data"}
     finally:
         log.close()
+
+
+def committed_values(data_dir: Path, high_watermark: int) -> list[bytes]:
+    return list(committed_records(data_dir, high_watermark).values())
 
 
 def wait_exit(p: subprocess.Popen, timeout_s: float) -> int | None:
@@ -190,4 +203,4 @@ def wait_exit(p: subprocess.Popen, timeout_s: float) -> int | None:
         return None
 
 
-__all__ = ["Cluster", "FAST", "committed_values", "wait_exit", "os"]
+__all__ = ["Cluster", "FAST", "committed_values", "committed_records", "wait_exit", "os"]

@@ -127,14 +127,31 @@ class QuorumNode:
         if graceful and self.core is not None and self.core.is_leader:
             done = asyncio.get_running_loop().create_future()
             await self._inbox.put(("resign", done))
+            resigned_epoch = self.core.epoch
             try:
                 await asyncio.wait_for(done, 2)
             except asyncio.TimeoutError:
                 pass
+            # As Kafka's graceful shutdown does, keep serving (and voting) until a successor
+            # is elected: with this voter gone, the others may need its vote to break a tie
+            # between two successors. Bounded by the election timeout, before which this
+            # resigned node cannot start an election of its own.
+            deadline = asyncio.get_running_loop().time() + self.config.election_timeout_ms / 1000
+            while asyncio.get_running_loop().time() < deadline and not (
+                    self.core.epoch > resigned_epoch and self.core.leader_id not in (-1, self.config.node_id)):
+                await asyncio.sleep(0.01)
         self._stopping = True
-        for t in list(self._tasks):
+        await self._inbox.put(("stop",))
+        # Cancel, but also bound the wait: asyncio.wait_for in Python 3.11 can swallow a
+        # cancellation that races with its result, so the loop also checks `_stopping`.
+        tasks = list(self._tasks)
+        for t in tasks:
             t.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if tasks:
+            await asyncio.wait(tasks, timeout=2)
+        for fut in self._inbound.values():  # requests the stopped loop will never answer
+            if not fut.done():
+                fut.set_result(None)
         await self.server.close()
         if self._control is not None:
             self._control.close()
@@ -152,7 +169,7 @@ class QuorumNode:
     async def _run(self) -> None:
         core = self.core
         loop = asyncio.get_running_loop()
-        while True:
+        while not self._stopping:
             wait_ms = core.next_deadline() - now_ms()
             if self._linger_deadline is not None:
                 wait_ms = min(wait_ms, (self._linger_deadline - loop.time()) * 1000)
@@ -180,6 +197,8 @@ class QuorumNode:
     def _step(self, item: tuple) -> Output | None:
         kind = item[0]
         core = self.core
+        if kind == "stop" or self._stopping:
+            return None
         if kind == "msg":
             return core.handle(item[1], now_ms())
         if kind == "append":
@@ -227,6 +246,11 @@ class QuorumNode:
                     if fut is not None and not fut.done():
                         fut.set_result(msg.body)
         self._resolve_commits()
+        for out in outputs:
+            for ev in out.events:
+                if ev.TYPE == "state_change":
+                    log.info("node %d: %s -> %s, epoch %d, leader %d (%s)", ev.node_id, ev.from_state,
+                             ev.to_state, ev.epoch, ev.leader_id, ev.reason)
         if self.publisher is not None:
             for out in outputs:
                 for ev in out.events:
@@ -293,6 +317,8 @@ class QuorumNode:
             return None
         finally:
             self._inbound.pop(cid, None)
+        if body is None:  # shutting down
+            return None
         return encode_response(req, translate.response_to_wire(body, req.version))
 
     def _brokers(self) -> list[tuple[int, str, int]]:
@@ -378,7 +404,7 @@ class QuorumNode:
 
     async def _publish_metrics(self) -> None:
         interval = self.config.metrics_interval_ms / 1000
-        while True:
+        while not self._stopping:
             await asyncio.sleep(interval)
             self.publisher.publish(self.core.metrics_record(now_ms(), self.publisher.dropped_total))
 

@@ -51,10 +51,11 @@ class Server:
     async def close(self) -> None:
         if self._server is not None:
             self._server.close()
-        for t in list(self._connections):
+        tasks = list(self._connections)
+        for t in tasks:
             t.cancel()
-        if self._connections:
-            await asyncio.gather(*self._connections, return_exceptions=True)
+        if tasks:
+            await asyncio.wait(tasks, timeout=3)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()

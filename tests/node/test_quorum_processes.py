@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from quorum.node.local_cluster import FAST, Cluster, committed_values
+from quorum.node.local_cluster import FAST, Cluster, committed_records, committed_values
 
 pytestmark = pytest.mark.slow
 
@@ -33,8 +33,10 @@ def test_leader_elected_commits_and_every_node_answers_describe_quorum(fast_clus
     c = fast_cluster
     leader = c.wait_leader()
     follower = next(i for i in c.voter_ids if i != leader)
+    c.control(follower, op="slow-disk", ms=150)                # a slow follower disk: still commits
     offsets = c.append(follower, [b"a", b"b", b"c"])          # sent to a follower: redirected
     assert offsets == sorted(offsets) and len(set(offsets)) == 3
+    assert c.control(follower, op="clear")["faults"]["slow_disk_ms"] == 0
     for node in c.ids:                                          # non-leaders forward to the leader
         result = c.describe(node)
         p = result["topics"][0]["partitions"][0]
@@ -111,31 +113,49 @@ def test_kill_minus_9_of_the_leader_full_restart_and_a_corrupted_tail(tmp_path):
     try:
         leader = c.wait_leader(timeout_s=20)
         sent = [f"r{i}".encode() for i in range(20)]
-        c.append(leader, sent[:10])
+        acked = dict(zip(c.append(leader, sent[:10]), sent[:10]))
         c.kill(leader)
         killed_at = time.monotonic()
         new = c.wait_leader(timeout_s=10, among=[i for i in c.ids if i != leader])
         failover_s = time.monotonic() - killed_at
         assert failover_s < 5.0, f"new leader after {failover_s:.1f}s"
-        c.append(new, sent[10:])
+        acked.update(zip(c.append(new, sent[10:]), sent[10:]))
         hw = c.try_status(new)["high_watermark"]
         for i in c.running():
             c.kill(i)                                             # everyone, mid-flight
-        # damage the tail of one follower's last segment
-        victim = next(i for i in c.voter_ids if i not in (leader, new))
+        # Damage the tail of the first leader's last segment. (Not one of the two voters
+        # that alone hold the records committed in the new epoch: losing a committed record
+        # on a majority is data loss in any Raft, and not what this checks.)
+        victim = leader
         seg = sorted((tmp_path / f"node-{victim}" / "log").glob("*.log"))[-1]
         with open(seg, "r+b") as f:
             f.seek(-5, 2)
             f.write(b"\xff\xff\xff\xff\xff")
         c.start()
-        back = c.wait_leader(timeout_s=20)
+        c.wait_leader(timeout_s=20)
         assert c.try_status(victim)["recovery_problems"], "the damaged tail was not reported"
         c.wait_for(lambda: all(c.try_status(i)["high_watermark"] >= hw for i in c.ids), 20,
                    "every node to recover the committed records")
-        for i in c.ids:
+        # graceful shutdown (SIGTERM): the leader hands over with EndQuorumEpoch and a named
+        # successor starts its election at once, without waiting out the fetch timeout
+        back = c.wait_leader(timeout_s=20)
+        others = [i for i in c.ids if i != back]
+        stopped_at = time.monotonic()
+        assert c.terminate(back) == 0
+        successor = c.wait_leader(timeout_s=10, among=others)
+        handover_s = time.monotonic() - stopped_at
+        print(f"failover after kill -9: {failover_s:.2f}s, graceful handover: {handover_s:.2f}s")
+        assert "graceful shutdown" in c.log_text(back)
+        assert any("successor of a resigned leader" in c.log_text(i) for i in others), c.transitions()
+        assert handover_s < 5.0
+        for i in c.running():
             assert c.terminate(i) == 0
+        # every acknowledged (committed) record is at its offset on every voter. (A client retry
+        # after a leader change may add a duplicate: the append path is at-least-once.)
         for i in c.voter_ids:
-            assert [v for v in committed_values(tmp_path / f"node-{i}", hw) if v.startswith(b"r")] == sent
-        assert back in c.voter_ids
+            on_disk = committed_records(tmp_path / f"node-{i}", hw)
+            assert {o: on_disk.get(o) for o in acked} == acked, \
+                f"node {i}: {sorted(on_disk.items())} hw {hw}\n{c.transitions()}"
+        assert successor != back
     finally:
         c.stop_all()
