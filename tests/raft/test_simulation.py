@@ -83,3 +83,9 @@ def test_soak():
     took = time.process_time() - started
     print(f"soak: {n - len(failures)}/{n} seeds passed in {took:.0f} CPU s")
     assert not failures, "\n".join(failures[:20])
+
+
+def test_every_event_of_a_faulty_run_satisfies_the_event_contract():
+    sim = Simulation(11, 3, 2, validate_events=True)   # contract.validate on every event emitted
+    sim.run(1500)
+    assert sim.stats["elections"] >= 1
