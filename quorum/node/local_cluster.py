@@ -163,6 +163,32 @@ class Cluster:
                 conn.close()
         return asyncio.run(ask())
 
+    def append_direct(self, i: int, values: list[bytes], acks: int = -1, timeout_s: float = 10.0) -> list[int]:
+        """Offsets of `values` appended with one Produce request sent to node `i` only (no
+        client metadata, no retries elsewhere: what a partition test needs). Raises
+        RuntimeError with the error code when the node refuses."""
+        import asyncio
+        from quorum.node.peer_client import PeerConnection
+        from quorum.storage.record_batches import build_batch
+        from quorum.wire import apis as w
+
+        async def send():
+            conn = PeerConnection(i, "127.0.0.1", self.ports[i], "test-client", 1 << 20)
+            req = w.SUPPORTED[w.PRODUCE].request
+            T = req.TopicProduceData
+            batch = build_batch(0, 0, [(int(time.time() * 1000), None, v) for v in values])
+            body = req(transactional_id=None, acks=acks, timeout_ms=int(timeout_s * 1000), topic_data=[
+                T(name="__cluster_metadata", partition_data=[T.PartitionProduceData(index=0, records=batch)])])
+            try:
+                return await conn.request(w.PRODUCE, 8, body, timeout_s + 1)
+            finally:
+                conn.close()
+        resp = asyncio.run(send())
+        part = resp.responses[0].partition_responses[0]
+        if part.error_code:
+            raise RuntimeError(f"node {i} refused the append: error {part.error_code}")
+        return list(range(part.base_offset, part.base_offset + len(values)))
+
     def producer(self, i: int, timeout_ms: int = 10_000, **kw):
         from quorum.node.append_command import make_producer
         return make_producer(self.bootstrap(i), timeout_ms=timeout_ms, **kw)

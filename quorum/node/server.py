@@ -23,6 +23,7 @@ from quorum.wire.codec import Request, WireError, api_versions_unsupported, deco
 log = logging.getLogger(__name__)
 
 MAX_INFLIGHT_PER_CONNECTION = 32
+MAX_CONNECTIONS = 1024  # beyond this, new connections are closed at once
 _PEER_CLIENT_ID = re.compile(r"^quorum-node-(\d+)$")
 
 # The node's request handler: the framed response bytes, or None for no response.
@@ -58,6 +59,10 @@ class Server:
             await asyncio.wait(tasks, timeout=3)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(self._connections) >= MAX_CONNECTIONS:
+            self.rejected += 1
+            writer.close()
+            return
         task = asyncio.current_task()
         self._connections.add(task)
         pending: asyncio.Queue[asyncio.Future | None] = asyncio.Queue()

@@ -75,18 +75,14 @@ def test_stopped_follower_shows_a_frozen_caught_up_time_while_commits_continue(f
 def test_leader_cut_off_resigns_and_rejoins_with_its_uncommitted_tail_truncated(fast_cluster):
     c = fast_cluster
     old = c.wait_leader()
-    committed = c.append(old, [b"before-cut"])[0]
-    # acks=1 and no retries: the isolated leader answers once the records are on its disk
-    # (not committed), and the client does not go looking for the next leader
-    local = c.producer(old, acks=1, retries=0)
-    c.append(old, [b"warm-up"], producer=local)
+    committed = c.append_direct(old, [b"before-cut"])[0]
     others = [i for i in c.ids if i != old]
     c.control(old, op="cut", peers=others, direction="both")
     for i in others:
         c.control(i, op="cut", peers=[old], direction="both")
     cut_at = time.monotonic()
-    doomed = c.append(old, [b"doomed-1", b"doomed-2"], producer=local)
-    local.close(timeout=2)
+    # acks=1: the isolated leader answers once the records are on its own disk, uncommitted
+    doomed = c.append_direct(old, [b"doomed-1", b"doomed-2"], acks=1)
     assert doomed[0] > committed
     fetch_timeout_s = FAST["controller.quorum.fetch.timeout.ms"] / 1000
     c.wait_for(lambda: c.try_status(old)["state"] != "leader", 1.5 * fetch_timeout_s + 1.0,
@@ -95,7 +91,7 @@ def test_leader_cut_off_resigns_and_rejoins_with_its_uncommitted_tail_truncated(
           f"(check quorum: {1.5 * fetch_timeout_s:.1f}s)")
     new = c.wait_leader(among=others)
     assert new != old
-    after = c.append(new, [b"after-cut"])[0]
+    after = c.append_direct(new, [b"after-cut"])[0]
     for i in c.ids:
         c.control(i, op="heal")
     c.wait_for(lambda: (s := c.try_status(old))["state"] == "follower" and s["leader_id"] == new
