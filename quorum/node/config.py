@@ -14,7 +14,7 @@ A node whose id is not in the voters is an observer. Errors name the key and say
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,8 @@ class Endpoint:
         return f"{self.host}:{self.port}"
 
 
+_RAFT = RaftConfig()  # the Raft timeouts' defaults live there (Kafka's values)
+
 # key -> (attribute, type, default, help). Kafka's names where Kafka has the setting.
 SETTINGS: dict[str, tuple[str, type, Any, str]] = {
     "node.id": ("node_id", int, None, "this node's id"),
@@ -44,15 +46,15 @@ SETTINGS: dict[str, tuple[str, type, Any, str]] = {
     "listener": ("listener", str, None, "host:port this node listens on"),
     "data.dir": ("data_dir", str, None, "directory for the log and the quorum state"),
     "quorum.topic": ("topic", str, DEFAULT_TOPIC, "name of the quorum's topic"),
-    "controller.quorum.election.timeout.ms": ("election_timeout_ms", int, 1000, "election timeout (+ jitter)"),
-    "controller.quorum.fetch.timeout.ms": ("fetch_timeout_ms", int, 2000, "follower fetch timeout; x1.5 check quorum"),
-    "controller.quorum.election.backoff.max.ms": ("election_backoff_max_ms", int, 1000, "max backoff after a lost election"),
-    "controller.quorum.request.timeout.ms": ("request_timeout_ms", int, 2000, "outbound request timeout"),
-    "controller.quorum.retry.backoff.ms": ("retry_backoff_ms", int, 20, "base retry backoff"),
-    "controller.quorum.append.linger.ms": ("append_linger_ms", int, 25, "leader gathers appends this long"),
-    "metadata.max.idle.interval.ms": ("max_idle_interval_ms", int, 500, "NoOpRecord after this idle time (0: off)"),
-    "fetch.max.wait.ms": ("fetch_max_wait_ms", int, 500, "long poll of a fetch with nothing new"),
-    "controller.quorum.pre.vote": ("pre_vote", bool, True, "KIP-996 pre-vote before bumping the epoch"),
+    "controller.quorum.election.timeout.ms": ("election_timeout_ms", int, _RAFT.election_timeout_ms, "election timeout (+ jitter)"),
+    "controller.quorum.fetch.timeout.ms": ("fetch_timeout_ms", int, _RAFT.fetch_timeout_ms, "follower fetch timeout; x1.5 check quorum"),
+    "controller.quorum.election.backoff.max.ms": ("election_backoff_max_ms", int, _RAFT.election_backoff_max_ms, "max backoff after a lost election"),
+    "controller.quorum.request.timeout.ms": ("request_timeout_ms", int, _RAFT.request_timeout_ms, "outbound request timeout"),
+    "controller.quorum.retry.backoff.ms": ("retry_backoff_ms", int, _RAFT.retry_backoff_ms, "base retry backoff"),
+    "controller.quorum.append.linger.ms": ("append_linger_ms", int, _RAFT.append_linger_ms, "leader gathers appends this long"),
+    "metadata.max.idle.interval.ms": ("max_idle_interval_ms", int, _RAFT.max_idle_interval_ms, "NoOpRecord after this idle time (0: off)"),
+    "fetch.max.wait.ms": ("fetch_max_wait_ms", int, _RAFT.fetch_max_wait_ms, "long poll of a fetch with nothing new"),
+    "controller.quorum.pre.vote": ("pre_vote", bool, _RAFT.pre_vote, "KIP-996 pre-vote before bumping the epoch"),
     "socket.request.max.bytes": ("max_frame_bytes", int, 100 * 1024 * 1024, "largest request frame accepted"),
     "log.segment.bytes": ("segment_bytes", int, 64 * 1024 * 1024, "segment file size before rolling"),
     "log.fsync": ("fsync", bool, True, "fsync appends before acknowledging (false only for experiments)"),
@@ -71,29 +73,30 @@ REQUIRED = ("node.id", "cluster.id", "controller.quorum.voters", "listener", "da
 
 @dataclass(frozen=True)
 class NodeConfig:
+    """Built by `from_mapping`, which fills every field (defaults: `SETTINGS`)."""
     node_id: int
     cluster_id: str
     voters: dict[int, Endpoint]
     listener: Endpoint
     data_dir: Path
-    topic: str = DEFAULT_TOPIC
-    election_timeout_ms: int = 1000
-    fetch_timeout_ms: int = 2000
-    election_backoff_max_ms: int = 1000
-    request_timeout_ms: int = 2000
-    retry_backoff_ms: int = 20
-    append_linger_ms: int = 25
-    max_idle_interval_ms: int = 500
-    fetch_max_wait_ms: int = 500
-    pre_vote: bool = True
-    max_frame_bytes: int = 100 * 1024 * 1024
-    segment_bytes: int = 64 * 1024 * 1024
-    fsync: bool = True
-    events_bootstrap: str | None = None
-    events_topic: str = "quorum-events"
-    metrics_interval_ms: int = 1000
-    events_buffer_records: int = 10_000
-    control_socket: Path | None = None
+    topic: str
+    election_timeout_ms: int
+    fetch_timeout_ms: int
+    election_backoff_max_ms: int
+    request_timeout_ms: int
+    retry_backoff_ms: int
+    append_linger_ms: int
+    max_idle_interval_ms: int
+    fetch_max_wait_ms: int
+    pre_vote: bool
+    max_frame_bytes: int
+    segment_bytes: int
+    fsync: bool
+    events_bootstrap: str | None
+    events_topic: str
+    metrics_interval_ms: int
+    events_buffer_records: int
+    control_socket: Path | None
     events_client: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -171,15 +174,11 @@ def from_mapping(raw: dict[str, Any], source: str = "config") -> NodeConfig:
     missing = [k for k in REQUIRED if k not in values]
     if missing:
         raise ConfigError(f"{source}: missing required key(s): {', '.join(missing)}")
-    kw: dict[str, Any] = {}
-    for key, (attr, typ, default, _) in SETTINGS.items():
-        if key in values:
-            kw[attr] = values[key]
+    kw: dict[str, Any] = {attr: values.get(key, default) for key, (attr, _, default, _) in SETTINGS.items()}
     kw["voters"] = parse_voters("controller.quorum.voters", values["controller.quorum.voters"])
     kw["listener"] = parse_endpoint("listener", values["listener"])
     kw["data_dir"] = Path(values["data.dir"])
-    if "control.socket" in values:
-        kw["control_socket"] = Path(values["control.socket"])
+    kw["control_socket"] = Path(values["control.socket"]) if "control.socket" in values else None
     kw["events_client"] = client
     if kw["node_id"] < 0:
         raise ConfigError("node.id: must not be negative")
@@ -220,4 +219,4 @@ def settings_help() -> str:
     return "\n".join(lines)
 
 
-__all__ = ["NodeConfig", "Endpoint", "ConfigError", "load", "from_mapping", "settings_help", "fields"]
+__all__ = ["NodeConfig", "Endpoint", "ConfigError", "load", "from_mapping", "settings_help"]
