@@ -70,6 +70,15 @@ def test_stopped_follower_shows_a_frozen_caught_up_time_while_commits_continue(f
         producer.close(timeout=2)
     c.wait_for(lambda: replica(c.describe_direct(leader), stopped)["last_caught_up_timestamp"] > frozen, 10,
                "the resumed follower to catch up")
+    # the same seen through fault injection: networking paused at run time, then resumed
+    paused = next(i for i in c.voter_ids if i not in (leader, stopped))
+    c.control(paused, op="pause")
+    last_fetch = replica(c.describe_direct(leader), paused)["last_fetch_timestamp"]
+    c.append_direct(leader, [b"while-paused"])
+    assert replica(c.describe_direct(leader), paused)["last_fetch_timestamp"] == last_fetch
+    c.control(paused, op="resume")
+    c.wait_for(lambda: replica(c.describe_direct(leader), paused)["last_fetch_timestamp"] > last_fetch, 10,
+               "the resumed node to fetch again")
 
 
 def test_leader_cut_off_resigns_and_rejoins_with_its_uncommitted_tail_truncated(fast_cluster):
