@@ -11,6 +11,7 @@ only, so epoch boundaries are batch boundaries.
 from __future__ import annotations
 
 import bisect
+import itertools
 import logging
 import os
 from dataclasses import dataclass, field
@@ -176,7 +177,7 @@ class SegmentLog:
         if it is bigger than `max_bytes` (as Kafka does, so a big batch cannot stall a follower)."""
         out = []
         total = 0
-        for e in self._entries[self._entry_index(from_offset):]:
+        for e in itertools.islice(self._entries, self._entry_index(from_offset), None):
             if out and total + e.info.size > max_bytes:
                 break
             out.append(os.pread(e.segment.fd, e.info.size, e.position))
@@ -187,7 +188,7 @@ class SegmentLog:
         """Records in [from_offset, to_offset)."""
         to_offset = self._end_offset if to_offset is None else min(to_offset, self._end_offset)
         out: list[LogRecord] = []
-        for e in self._entries[self._entry_index(from_offset):]:
+        for e in itertools.islice(self._entries, self._entry_index(from_offset), None):
             if e.info.base_offset >= to_offset:
                 break
             for r in records_of(os.pread(e.segment.fd, e.info.size, e.position)):
