@@ -222,6 +222,27 @@ def committed_values(data_dir: Path, high_watermark: int) -> list[bytes]:
     return list(committed_records(data_dir, high_watermark).values())
 
 
+def read_events(bootstrap: str, topic: str, until, timeout_s: float = 30.0) -> list:
+    """Decoded records of partition 0 of `topic`, read until `until(records)` holds once the
+    topic is drained (by assignment: no consumer group to join)."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+    from quorum.events import decode
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "t", "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    out = []
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline:
+            msg = c.poll(0.2)
+            if msg is not None and not msg.error():
+                out.append(decode(msg.value()))
+            elif until(out):
+                return out
+    finally:
+        c.close()
+    raise AssertionError(f"events never satisfied the condition ({len(out)} read)")
+
+
 def wait_exit(p: subprocess.Popen, timeout_s: float) -> int | None:
     try:
         return p.wait(timeout_s)
@@ -229,4 +250,4 @@ def wait_exit(p: subprocess.Popen, timeout_s: float) -> int | None:
         return None
 
 
-__all__ = ["Cluster", "FAST", "committed_values", "committed_records", "wait_exit", "os"]
+__all__ = ["Cluster", "FAST", "committed_values", "committed_records", "read_events", "wait_exit", "os"]

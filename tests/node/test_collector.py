@@ -7,8 +7,7 @@ import argparse
 import pytest
 
 from quorum import collector, events
-from quorum.node.local_cluster import FAST, Cluster
-from tests.node.test_node_events import consume
+from quorum.node.local_cluster import FAST, Cluster, read_events
 
 pytestmark = pytest.mark.slow
 
@@ -36,7 +35,7 @@ def test_collect_from_a_running_quorum(tmp_path, broker, topic_factory):
                                   events_bootstrap_server=broker.bootstrap, events_topic=topic, cluster_id=None,
                                   command_config=None, events_command_config=None, count=3, timeout_ms=5000)
         assert collector.run(args) == 0
-        snaps = consume(broker.bootstrap, topic, lambda rs: len(rs) >= 3)
+        snaps = read_events(broker.bootstrap, topic, lambda rs: len(rs) >= 3)
         assert all(isinstance(s, events.QuorumSnapshot) for s in snaps)
         assert {s.leader_id for s in snaps} == {leader} and snaps[0].cluster_id == "test-cluster"
         assert sorted(v.replica_id for v in snaps[-1].voters) == c.voter_ids

@@ -11,7 +11,7 @@ import pytest
 
 from quorum import events
 from quorum.embedded_broker import free_port
-from quorum.node.local_cluster import FAST, Cluster
+from quorum.node.local_cluster import FAST, Cluster, read_events
 
 pytestmark = pytest.mark.slow
 
@@ -32,24 +32,6 @@ def kip836_states(fetches: list[events.Fetch]):
         s[1] = max(s[1], f.time_ms)
         s[0] = f.fetch_offset
         yield f.replica_id, (s[0], s[1], s[3])
-
-
-def consume(bootstrap: str, topic: str, until, timeout_s: float = 30.0) -> list:
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "t", "enable.auto.commit": False})
-    c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-    out = []
-    deadline = time.monotonic() + timeout_s
-    try:
-        while time.monotonic() < deadline:
-            msg = c.poll(0.2)
-            if msg is not None and not msg.error():
-                out.append(events.decode(msg.value()))
-            elif until(out):
-                return out
-    finally:
-        c.close()
-    raise AssertionError(f"events never satisfied the condition ({len(out)} read)")
 
 
 def test_replayed_fetch_records_give_the_leaders_describe_quorum_timestamps(tmp_path, broker, topic_factory):
@@ -74,7 +56,7 @@ def test_replayed_fetch_records_give_the_leaders_describe_quorum_timestamps(tmp_
             # the DescribeQuorum answer is the state after some prefix of each replica's fetches
             return all(expected[r] in seen[r] for r in expected)
 
-        records = consume(broker.bootstrap, topic, replay_matches)
+        records = read_events(broker.bootstrap, topic, replay_matches)
         kinds = {(type(r).__name__, getattr(r, "node_id", None)) for r in records}
         for i in c.ids:
             assert ("Metrics", i) in kinds and ("StateChange", i) in kinds

@@ -2,10 +2,9 @@
 oldest-first and counts, without ever blocking the caller."""
 from __future__ import annotations
 
-import time
-
 from quorum import events
 from quorum.embedded_broker import free_port
+from quorum.node.local_cluster import read_events
 from quorum.node.publisher import EventPublisher
 
 
@@ -14,33 +13,16 @@ def state_change(i: int) -> events.StateChange:
                               i, -1, f"test {i}")
 
 
-def read_all(bootstrap: str, topic: str, expected: int, timeout_s: float = 30.0, partitions: int = 1) -> list[bytes]:
-    """Read by assignment (no consumer group: joining one is slow and not what is tested)."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"t-{topic}", "enable.auto.commit": False})
-    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
-    out: list[bytes] = []
-    deadline = time.monotonic() + timeout_s
-    try:
-        while len(out) < expected and time.monotonic() < deadline:
-            msg = c.poll(0.5)
-            if msg is not None and not msg.error():
-                out.append(msg.value())
-    finally:
-        c.close()
-    return out
-
-
 def test_records_arrive_in_order_and_decode(broker, topic_factory):
     topic = topic_factory(1)
     pub = EventPublisher(broker.bootstrap, topic).start()
     try:
         for i in range(200):
             pub.publish(state_change(i))
-        got = read_all(broker.bootstrap, topic, 200)
+        got = read_events(broker.bootstrap, topic, lambda rs: len(rs) >= 200)
     finally:
         pub.close()
-    assert [events.decode(v).epoch for v in got] == list(range(200))
+    assert [r.epoch for r in got] == list(range(200))
     assert pub.dropped_total == 0
 
 
