@@ -47,6 +47,25 @@ def test_leader_elected_commits_and_every_node_answers_describe_quorum(fast_clus
                "every node, the observer too, to learn the commit")
 
 
+def test_operator_commands_against_a_running_quorum(fast_cluster, capsys):
+    from quorum.cli import main
+    c = fast_cluster
+    leader = c.wait_leader()
+    observer = 4
+    assert main(["append", "--bootstrap-server", c.bootstrap(observer), "one", "two"]) == 0
+    assert "committed offsets" in capsys.readouterr().out
+    assert main(["describe", "--bootstrap-server", c.bootstrap(observer), "--status"]) == 0
+    status = dict(line.split(":", 1) for line in capsys.readouterr().out.splitlines())
+    assert status["ClusterId"].strip() == "test-cluster" and int(status["LeaderId"]) == leader
+    assert status["CurrentVoters"].strip() == "[1,2,3]" and status["CurrentObservers"].strip() == "[4]"
+    assert main(["describe", "--bootstrap-server", c.bootstrap(leader), "--replication", "--human-readable"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:]]
+    assert [r[-1] for r in rows] == ["Leader", "Follower", "Follower", "Observer"]
+    assert all(" ".join(r).count("ms ago") == 2 for r in rows)
+    assert main(["fault", "--socket", str(c.root / f"n{leader}.sock"), "status"]) == 0
+    assert '"state": "leader"' in capsys.readouterr().out
+
+
 def test_stopped_follower_shows_a_frozen_caught_up_time_while_commits_continue(fast_cluster):
     c = fast_cluster
     leader = c.wait_leader()
