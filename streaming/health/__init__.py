@@ -36,6 +36,11 @@ def build_health_stream(events_df, health_cfg: HealthConfig, api: str | None = N
     (the state lives in the RocksDB state store configured by `build_spark`).
 
     `api` overrides the processor flavour ("pandas" or "row"); the default is the measured choice.
+
+    Note for drivers and tests: with processing-time timers the operator asks for a (no-data)
+    micro-batch at every trigger, so `trigger(availableNow=True)` never finishes and
+    `query.processAllAvailable()` never returns on this stream. Wait for a condition instead
+    (e.g. the batch writer's snapshot, or input rows counted by a StreamingQueryListener).
     """
     from .processor import HEALTH_API, QuorumHealthPandasProcessor, QuorumHealthRowProcessor
     api = api or HEALTH_API

@@ -18,18 +18,25 @@ class ConfigError(ValueError):
     """A configuration value that cannot be used; the message names the key."""
 
 
+def checked_section(cls: type, d: Mapping[str, Any] | None, section: str) -> Mapping[str, Any]:
+    """`d` as a mapping whose keys are all fields of `cls` (None is an empty section)."""
+    if d is None:
+        return {}
+    if not isinstance(d, Mapping):
+        raise ConfigError(f"{section}: expected a mapping, got {type(d).__name__}")
+    known = sorted(f.name for f in dataclasses.fields(cls))
+    unknown = sorted(set(d) - set(known))
+    if unknown:
+        raise ConfigError(f"{section}.{unknown[0]}: unknown key (known keys: {', '.join(known)})")
+    return d
+
+
 def config_from_dict(cls: type[C], d: Mapping[str, Any] | None, section: str) -> C:
     """Build a frozen config dataclass from a mapping, naming the bad key on any error.
 
     Unknown keys are errors (a typo must not silently leave a default in place)."""
-    if d is None:
-        d = {}
-    if not isinstance(d, Mapping):
-        raise ConfigError(f"{section}: expected a mapping, got {type(d).__name__}")
+    d = checked_section(cls, d, section)
     fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(d) - set(fields))
-    if unknown:
-        raise ConfigError(f"{section}.{unknown[0]}: unknown key (known keys: {', '.join(sorted(fields))})")
     values = {}
     for name, value in d.items():
         expected = fields[name].type

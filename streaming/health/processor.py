@@ -90,8 +90,8 @@ class _QuorumHealthLogic:
         return rows
 
 
-class QuorumHealthPandasProcessor(StatefulProcessor):
-    """For transformWithStateInPandas: input and output are pandas DataFrames."""
+class _QuorumHealthProcessor(StatefulProcessor):
+    """The handlers Spark calls; subclasses only convert input and output."""
 
     def __init__(self, cfg: HealthConfig, wall_clock_ms: Callable[[], int] | None = None):
         self.logic = _QuorumHealthLogic(cfg, wall_clock_ms)
@@ -100,49 +100,44 @@ class QuorumHealthPandasProcessor(StatefulProcessor):
         self.logic.init(handle)
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[Any]:
-        import pandas as pd
-        records: list[dict[str, Any]] = []
-        for pdf in rows:
-            records.extend(pdf.to_dict("records"))
-        out = self.logic.on_input(key, records, timerValues.getCurrentProcessingTimeInMs())
-        yield _to_pandas(pd, out)
+        out = self.logic.on_input(key, self._records(rows), timerValues.getCurrentProcessingTimeInMs())
+        yield from self._emit(out)
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[Any]:
-        import pandas as pd
         out = self.logic.on_timer(key, timerValues.getCurrentProcessingTimeInMs())
         if out:
-            yield _to_pandas(pd, out)
+            yield from self._emit(out)
 
     def close(self) -> None:
         pass
 
 
-class QuorumHealthRowProcessor(StatefulProcessor):
+class QuorumHealthPandasProcessor(_QuorumHealthProcessor):
+    """For transformWithStateInPandas: input and output are pandas DataFrames."""
+
+    @staticmethod
+    def _records(frames) -> list[dict[str, Any]]:
+        records: list[dict[str, Any]] = []
+        for pdf in frames:
+            records.extend(pdf.to_dict("records"))
+        return records
+
+    @staticmethod
+    def _emit(out: list[dict[str, Any]]):
+        import pandas as pd
+        # object dtype keeps integer columns with nulls as Python ints (no float round trip).
+        yield pd.DataFrame([[r.get(c) for c in HEALTH_COLUMNS] for r in out], columns=HEALTH_COLUMNS, dtype=object)
+
+
+class QuorumHealthRowProcessor(_QuorumHealthProcessor):
     """For the row-based transformWithState: input and output are Rows."""
 
-    def __init__(self, cfg: HealthConfig, wall_clock_ms: Callable[[], int] | None = None):
-        self.logic = _QuorumHealthLogic(cfg, wall_clock_ms)
+    @staticmethod
+    def _records(rows) -> list[dict[str, Any]]:
+        return [r.asDict(recursive=True) for r in rows]
 
-    def init(self, handle: StatefulProcessorHandle) -> None:
-        self.logic.init(handle)
-
-    def handleInputRows(self, key, rows, timerValues) -> Iterator[Any]:
-        records = [r.asDict(recursive=True) for r in rows]
-        yield from _to_rows(self.logic.on_input(key, records, timerValues.getCurrentProcessingTimeInMs()))
-
-    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[Any]:
-        yield from _to_rows(self.logic.on_timer(key, timerValues.getCurrentProcessingTimeInMs()))
-
-    def close(self) -> None:
-        pass
-
-
-def _to_pandas(pd, rows: list[dict[str, Any]]):
-    # object dtype keeps integer columns with nulls as Python ints (no float round trip).
-    return pd.DataFrame([[r.get(c) for c in HEALTH_COLUMNS] for r in rows], columns=HEALTH_COLUMNS, dtype=object)
-
-
-def _to_rows(rows: list[dict[str, Any]]):
-    from pyspark.sql import Row
-    for r in rows:
-        yield Row(**{c: r.get(c) for c in HEALTH_COLUMNS})
+    @staticmethod
+    def _emit(out: list[dict[str, Any]]):
+        from pyspark.sql import Row
+        for r in out:
+            yield Row(**{c: r.get(c) for c in HEALTH_COLUMNS})

@@ -1,11 +1,10 @@
 """Where the health results go (YAML section `sink`): Prometheus, a Kafka topic, the console."""
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from streaming.health.config import ConfigError, config_from_dict
+from streaming.health.config import ConfigError, checked_section, config_from_dict
 
 PROMETHEUS_MODES = ("pushgateway", "exporter", "off")
 
@@ -61,12 +60,6 @@ class SinkConfig:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any] | None, section: str = "sink") -> "SinkConfig":
-        d = {} if d is None else d
-        if not isinstance(d, Mapping):
-            raise ConfigError(f"{section}: expected a mapping, got {type(d).__name__}")
-        parts = {f.name: f for f in dataclasses.fields(cls)}
-        unknown = sorted(set(d) - set(parts))
-        if unknown:
-            raise ConfigError(f"{section}.{unknown[0]}: unknown key (known keys: {', '.join(parts)})")
+        d = checked_section(cls, d, section)
         types = {"prometheus": PrometheusSinkConfig, "kafka": KafkaSinkConfig, "console": ConsoleSinkConfig}
         return cls(**{name: config_from_dict(types[name], value, f"{section}.{name}") for name, value in d.items()})
