@@ -79,6 +79,13 @@ def test_pushgateway_mode_prometheus_sees_the_flagged_replica_then_not_once_it_v
              "observer 4's series to disappear")
     assert promql(prometheus, FLAGGED)  # the rest of the group is still there
     assert promql(prometheus, 'quorum_replica_status{cluster="c2", replica="3"}')  # other groups untouched
+
+    # Quorum c2 forgotten by the processor (silent past quorum_forget_ms): its group is deleted.
+    forget = {"kind": "forget", "cluster_id": "c2", "topic": "__cluster_metadata", "partition": 0, "seq": 10**6,
+              "now_ms": 0, "proc_ms": 3000, "last_input_proc_ms": 1000, "silent": True, "replica_id": None}
+    writer.write_rows([forget] + q.rows(1000, proc_ms=3000), batch_id=2)
+    assert b'cluster="c2"' not in http_get(f"{gateway.url}/metrics")
+    assert b'cluster="c1"' in http_get(f"{gateway.url}/metrics")
     writer.close()
 
 
