@@ -56,6 +56,8 @@ class HealthBatchWriter:
     def write_rows(self, rows: list[dict[str, Any]], batch_id: int, started: float | None = None) -> None:
         started = self.clock() if started is None else started
         applied = self.snapshot.apply(rows)
+        if applied.newest_event_ms is not None:
+            self.monitor.mark_input_seen()
         if applied.newest_event_ms is not None and not self.monitor.event_time_reported:
             # The job did not report event times itself: the newest quorum clock stands in.
             self.monitor.input_delay_s = max(0.0, self.clock() - applied.newest_event_ms / 1000.0)

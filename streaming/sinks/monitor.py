@@ -47,6 +47,12 @@ class MonitorMetrics:
                 self.event_time_reported = True
                 self.input_delay_s = max(0.0, now - newest_event_ms / 1000.0)
 
+    def mark_input_seen(self) -> None:
+        """Some quorum had input in this batch (the writer sees it in the health rows), so the
+        input is alive even if the job does not call `record_input`."""
+        with self._lock:
+            self.last_input_s = self.clock()
+
     def record_invalid(self, counts_by_reason: Mapping[str, int]) -> None:
         """Dead-lettered records of one micro-batch, by `ContractError.code`."""
         with self._lock:

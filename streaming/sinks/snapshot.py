@@ -33,7 +33,7 @@ class Applied:
     vanished_clusters: set[str] = field(default_factory=set)
     events: list[dict[str, Any]] = field(default_factory=list)
     held_quorums: int = 0
-    newest_event_ms: int | None = None
+    newest_event_ms: int | None = None  # newest quorum clock among quorums that had input
 
 
 class HealthSnapshot:

@@ -54,3 +54,4 @@ def test_silent_verdicts_are_held_when_no_input_at_all_arrived_since():
     applied = snap.apply(a.rows(4000, proc_ms=5000, silent=True) + b.rows(4000, proc_ms=5000, silent=True))
     assert applied.held_quorums == 2 and applied.events == []
     assert {v.quorum["status"] for v in snap.views()} == {S.HEALTHY}
+
