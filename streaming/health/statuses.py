@@ -20,7 +20,7 @@ SPLIT_BRAIN = "split_brain"      # two nodes claim leadership of the same epoch
 LEADERLESS = "leaderless"        # no node is heard acting as leader of the current epoch
 NO_MAJORITY = "no_majority"      # fewer than a majority of voters reachable
 STALLED_QUORUM = "stalled"       # high watermark not advanced for hw_stall_after_ms
-DEGRADED = "degraded"            # a voter not caught up, a zombie leader, or an election storm
+DEGRADED = "degraded"            # a voter lagging, stalled or unreachable, a zombie leader, or an election storm
 HEALTHY = "healthy"
 QUORUM_STATUSES = (HEALTHY, DEGRADED, NO_MAJORITY, LEADERLESS, STALLED_QUORUM, SPLIT_BRAIN)
 

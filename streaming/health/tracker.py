@@ -272,6 +272,10 @@ class QuorumTracker:
         n_voters = len(voter_set) if voter_set is not None else len(voters)
         caught_up = sum(1 for r in voters if r["status"]["status"] == S.CAUGHT_UP)
         reachable = sum(1 for r in voters if r["status"]["status"] in REACHABLE)
+        # Unknown voters do not degrade the quorum: with a live leader, a voter that has not
+        # fetched becomes unreachable after the fetch timeout anyway; before that it is just new.
+        behind = sorted(int(rid) for rid, r in s["replicas"].items()
+                        if r["role"] == "voter" and r["status"]["status"] in (S.LAGGING, S.STALLED, S.UNREACHABLE))
         majority = n_voters > 0 and reachable > n_voters // 2
         changes_window = sum(1 for t in s["epoch_changes"] if now_ms - t <= cfg.storm_window_ms)
         s["epoch_changes"] = [t for t in s["epoch_changes"] if now_ms - t <= cfg.storm_window_ms]
@@ -286,8 +290,8 @@ class QuorumTracker:
             status, reason = S.NO_MAJORITY, f"{reachable} of {n_voters} voters reachable"
         elif hw_age is None or hw_age > cfg.hw_stall_after_ms:
             status, reason = S.STALLED_QUORUM, f"high watermark {s['hw']} not advanced for {hw_age} ms"
-        elif caught_up < n_voters:
-            status, reason = S.DEGRADED, f"{n_voters - caught_up} of {n_voters} voters not caught up"
+        elif behind:
+            status, reason = S.DEGRADED, f"voters {behind} not caught up"
         elif zombies:
             status, reason = S.DEGRADED, f"zombie leaders {sorted(zombies)}"
         elif changes_window >= cfg.storm_epoch_changes:

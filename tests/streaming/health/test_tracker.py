@@ -252,3 +252,12 @@ def test_caught_up_windows_record_the_intervals_and_the_ratio():
     ratio = mon.replica(2)["caught_up_ratio"]
     lagging_ms = windows[1][2] - windows[1][1]
     assert ratio == pytest.approx(1 - lagging_ms / 20_000, abs=0.03)
+
+
+def test_a_voter_not_heard_from_yet_does_not_degrade_the_quorum_until_it_times_out():
+    script, mon = QuorumScript(), Monitor()
+    script.mode[3] = "silent"
+    mon.feed(script.run(1000))  # the leader's voter set names 3, which has not fetched yet
+    assert (mon.replica(3)["status"], mon.quorum()["status"]) == (S.UNKNOWN, S.HEALTHY)
+    mon.run(script, 2000)
+    assert (mon.replica(3)["status"], mon.quorum()["status"]) == (S.UNREACHABLE, S.DEGRADED)
