@@ -1,0 +1,86 @@
+"""`streaming run --config job.yaml`: run the quorum health job until stopped.
+
+The same entry through spark-submit:
+    spark-submit "$(python -c 'import streaming, os; print(os.path.dirname(streaming.__file__))')/__main__.py" \\
+        run --config job.yaml
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+
+from streaming.config import ConfigError, JobConfig, load_config
+
+EXAMPLE = "deploy/job.local.yaml"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="streaming", description="The quorum health streaming job (PySpark Structured Streaming).")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run the job until interrupted",
+                         description="Read the events topic, keep per-replica and per-quorum health, "
+                                     "push to Prometheus. Stop with Ctrl-C or SIGTERM; a restart "
+                                     "resumes from the checkpoint.")
+    check = sub.add_parser("check-config", help="validate a config file and print it with every default filled in")
+    for p in (run, check):
+        p.add_argument("--config", "-c", required=True, metavar="FILE",
+                       help=f"YAML configuration (every key documented in {EXAMPLE})")
+    run.add_argument("--master", help="Spark master, overriding spark.master of the config (e.g. local[2])")
+    run.add_argument("--checkpoint", help="checkpoint directory, overriding job.checkpoint_location")
+    run.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        cfg = load_config(args.config)
+        if args.command == "run":
+            cfg = _with_overrides(cfg, args)
+    except ConfigError as e:
+        print(f"streaming: bad configuration: {e}", file=sys.stderr)
+        return 2
+    if args.command == "check-config":
+        print(json.dumps(cfg.to_dict(), indent=2, sort_keys=True))
+        return 0
+    return _run(cfg, args.log_level)
+
+
+def _with_overrides(cfg: JobConfig, args: argparse.Namespace) -> JobConfig:
+    d = cfg.to_dict()
+    if args.master:
+        d["spark"]["master"] = args.master
+    if args.checkpoint:
+        d["job"]["checkpoint_location"] = args.checkpoint
+    return JobConfig.from_dict(d)
+
+
+def _run(cfg: JobConfig, log_level: str) -> int:
+    logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from streaming.job import session_for, start_job
+    spark = session_for(cfg)
+    spark.sparkContext.setLogLevel("WARN")
+    job = start_job(spark, cfg)
+
+    def shutdown(signum, _frame):
+        logging.getLogger("streaming").info("signal %d: stopping the queries", signum)
+        job.stop()
+
+    signal.signal(signal.SIGTERM, shutdown)
+    signal.signal(signal.SIGINT, shutdown)
+    try:
+        job.await_termination()
+    except Exception as e:  # a failed query: say which and why, exit non-zero
+        print(f"streaming: query failed: {e}", file=sys.stderr)
+        job.stop()
+        return 1
+    job.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

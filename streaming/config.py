@@ -1,0 +1,165 @@
+"""The job's YAML configuration as typed, frozen dataclasses; every default is written here.
+
+Sections: `spark`, `source`, `decode`, `job`, `dead_letters` (this module), and `health`, `sink`
+(`streaming.health.config`, `streaming.sinks.config`). An unknown key, a wrong type or a bad
+value is a `ConfigError` whose message starts with the key's full path (`source.topic: ...`).
+`deploy/job.local.yaml` lists every key with its default and meaning.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from quorum import events
+from streaming.health.config import ConfigError, HealthConfig, checked_section, config_from_dict
+from streaming.sinks.config import SinkConfig
+from streaming.source import SOURCE_KINDS
+from streaming.source.options import STARTING_OFFSETS
+
+__all__ = ["ConfigError", "JobConfig", "SparkConfig", "SourceConfig", "DecodeConfig", "RunConfig",
+           "DeadLetterConfig", "load_config"]
+
+
+@dataclass(frozen=True)
+class SparkConfig:
+    """`spark`: the session. Under spark-submit, spark-submit's --master wins."""
+    master: str = "local[*]"
+    app_name: str = "quorum-health"
+    shuffle_partitions: int = 2       # state store partitions: fixed once a checkpoint exists
+    conf: dict = field(default_factory=dict)  # any other spark.* setting, verbatim
+
+    def __post_init__(self) -> None:
+        if not self.master:
+            raise ConfigError("master: must not be empty")
+        if self.shuffle_partitions < 1:
+            raise ConfigError(f"shuffle_partitions: must be >= 1 (got {self.shuffle_partitions})")
+
+
+@dataclass(frozen=True)
+class SourceConfig:
+    """`source`: the events topic."""
+    kind: str = "auto"                       # auto | python | native (Spark's kafka connector)
+    bootstrap_servers: str = "127.0.0.1:9092"
+    topic: str = "quorum-events"
+    starting_offsets: str = "latest"         # where a new checkpoint starts: earliest | latest
+    max_offsets_per_trigger: int | None = None  # records per micro-batch at most (None: all available)
+    kafka: dict = field(default_factory=dict)   # client settings passed through: security.protocol, sasl.*, ssl.*
+
+    def __post_init__(self) -> None:
+        if self.kind not in SOURCE_KINDS:
+            raise ConfigError(f"kind: must be one of {', '.join(SOURCE_KINDS)} (got {self.kind!r})")
+        if self.starting_offsets not in STARTING_OFFSETS:
+            raise ConfigError(f"starting_offsets: must be one of {', '.join(STARTING_OFFSETS)} "
+                              f"(got {self.starting_offsets!r})")
+        if not self.bootstrap_servers:
+            raise ConfigError("bootstrap_servers: must not be empty")
+        if not self.topic:
+            raise ConfigError("topic: must not be empty")
+        if self.max_offsets_per_trigger is not None and self.max_offsets_per_trigger < 1:
+            raise ConfigError(f"max_offsets_per_trigger: must be >= 1 (got {self.max_offsets_per_trigger})")
+        for key in self.kafka:
+            if str(key).startswith("kafka."):
+                raise ConfigError(f"kafka.{key}: write client settings without the 'kafka.' prefix")
+
+    def reader_options(self) -> dict[str, str]:
+        """Options for `streaming.source.open_stream` (the native format's names)."""
+        opts = {"kafka.bootstrap.servers": self.bootstrap_servers, "subscribe": self.topic,
+                "startingOffsets": self.starting_offsets}
+        if self.max_offsets_per_trigger is not None:
+            opts["maxOffsetsPerTrigger"] = str(self.max_offsets_per_trigger)
+        opts.update({f"kafka.{k}": str(v) for k, v in self.kafka.items()})
+        return opts
+
+
+@dataclass(frozen=True)
+class DecodeConfig:
+    """`decode`: validation beyond the contract's own rules."""
+    max_future_ms: int = events.DEFAULT_MAX_FUTURE_MS  # reject records stamped further ahead of the job's clock
+
+    def __post_init__(self) -> None:
+        if self.max_future_ms < 0:
+            raise ConfigError(f"max_future_ms: must be >= 0 (got {self.max_future_ms})")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """`job`: the streaming queries."""
+    checkpoint_location: str = "./checkpoints/quorum-health"  # one sub-directory per query
+    trigger_interval_ms: int = 1000   # micro-batch period; statuses are re-evaluated on these ticks
+
+    def __post_init__(self) -> None:
+        if not self.checkpoint_location:
+            raise ConfigError("checkpoint_location: must not be empty")
+        if self.trigger_interval_ms < 1:
+            raise ConfigError(f"trigger_interval_ms: must be >= 1 (got {self.trigger_interval_ms})")
+
+
+@dataclass(frozen=True)
+class DeadLetterConfig:
+    """`dead_letters`: records that fail the contract, kept with reason, field and raw bytes
+    (JSON lines files, `value` base64-encoded). Counts by reason are exported either way."""
+    enabled: bool = True
+    path: str = "./dead-letters"
+    trigger_interval_ms: int = 10_000  # a second query reads the topic for them: less often is cheaper
+
+    def __post_init__(self) -> None:
+        if self.enabled and not self.path:
+            raise ConfigError("path: must not be empty when dead letters are enabled")
+        if self.trigger_interval_ms < 1:
+            raise ConfigError(f"trigger_interval_ms: must be >= 1 (got {self.trigger_interval_ms})")
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    spark: SparkConfig = field(default_factory=SparkConfig)
+    source: SourceConfig = field(default_factory=SourceConfig)
+    decode: DecodeConfig = field(default_factory=DecodeConfig)
+    job: RunConfig = field(default_factory=RunConfig)
+    dead_letters: DeadLetterConfig = field(default_factory=DeadLetterConfig)
+    health: HealthConfig = field(default_factory=HealthConfig)
+    sink: SinkConfig = field(default_factory=SinkConfig)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None) -> "JobConfig":
+        d = checked_section(cls, d, "config")
+        sections = {"spark": SparkConfig, "source": SourceConfig, "decode": DecodeConfig, "job": RunConfig,
+                    "dead_letters": DeadLetterConfig}
+        values: dict[str, Any] = {}
+        for name, value in d.items():
+            if name == "health":
+                values[name] = HealthConfig.from_dict(value, "health")
+            elif name == "sink":
+                values[name] = SinkConfig.from_dict(value, "sink")
+            else:
+                values[name] = config_from_dict(sections[name], value, name)
+        cfg = cls(**values)
+        if cfg.job.trigger_interval_ms > cfg.health.tick_ms:
+            raise ConfigError(f"job.trigger_interval_ms: {cfg.job.trigger_interval_ms} is longer than "
+                              f"health.tick_ms ({cfg.health.tick_ms}): statuses could not be re-evaluated on time")
+        return cfg
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def load_config(path: str | Path) -> JobConfig:
+    """Read a YAML file (an empty file means all defaults)."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise ConfigError(f"cannot read config file {p}: {e.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{p}: not valid YAML: {e}") from None
+    if data is not None and not isinstance(data, Mapping):
+        raise ConfigError(f"{p}: expected a mapping of sections at the top, got {type(data).__name__}")
+    try:
+        return JobConfig.from_dict(data)
+    except ConfigError as e:
+        raise ConfigError(f"{p}: {e}") from None

@@ -1,0 +1,147 @@
+"""The streaming job: events topic -> decode -> health state -> Prometheus / Kafka / console.
+
+Two queries, each with its own checkpoint under `job.checkpoint_location`:
+  - `quorum_health` (`<checkpoint>/health`): source -> `check_records` -> `valid_events` ->
+    `build_health_stream` -> the sinks' batch writer. `observe()` on the decoded records gives,
+    per micro-batch, the records read, the newest event time and the rejects by reason, which a
+    query listener hands to the writer's monitor (the job's own health metrics).
+  - `quorum_dead_letters` (`<checkpoint>/dead-letters`, when enabled): the same source and
+    decoding, keeping only the rejects, written as JSON lines to `dead_letters.path`.
+Both read offsets exactly once across restarts (the source's ranges come from the checkpoint);
+a restarted job resumes its health state from the state store in the health checkpoint.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from quorum import events
+from streaming.config import JobConfig
+from streaming.decode import ERROR, RECORD, check_records, dead_letters, valid_events
+from streaming.health import build_health_stream
+from streaming.sinks import HealthBatchWriter, make_batch_writer
+from streaming.sinks.monitor import MonitorMetrics
+from streaming.source import open_stream
+
+log = logging.getLogger(__name__)
+
+HEALTH_QUERY = "quorum_health"
+DEAD_LETTER_QUERY = "quorum_dead_letters"
+INPUT_OBSERVATION = "quorum_input"
+
+
+def session_for(cfg: JobConfig) -> SparkSession:
+    """The Spark session the config asks for; under spark-submit, its --master is kept."""
+    from streaming.spark_session import build_spark, prepare_environment
+    prepare_environment()
+    master = cfg.spark.master
+    if "PYSPARK_GATEWAY_PORT" in os.environ:  # launched by spark-submit: the JVM already has a master
+        from pyspark import SparkConf
+        master = SparkConf().get("spark.master", master)
+    return build_spark(master=master, app_name=cfg.spark.app_name, shuffle_partitions=cfg.spark.shuffle_partitions,
+                       extra_conf={str(k): str(v) for k, v in cfg.spark.conf.items()})
+
+
+def checked_events(spark: SparkSession, cfg: JobConfig) -> DataFrame:
+    """The topic's records with their validation verdict (`check_records`)."""
+    raw = open_stream(spark, cfg.source.kind, cfg.source.reader_options())
+    return raw.transform(check_records(cfg.decode.max_future_ms))
+
+
+def observe_input(checked: DataFrame) -> DataFrame:
+    """Per-batch input metrics, computed on the records as they pass (no second read)."""
+    valid = F.col(ERROR).isNull()
+    metrics = [F.count(F.lit(1)).alias("records"),
+               F.max(F.when(valid, F.col(f"{RECORD}.time_ms"))).alias("newest_event_ms")]
+    metrics += [F.count_if(F.col(f"{ERROR}.code") == code).alias(code) for code in events.ContractError.CODES]
+    return checked.observe(INPUT_OBSERVATION, *metrics)
+
+
+def report_observation(monitor: MonitorMetrics, observed: dict) -> None:
+    """Hand one batch's observed input metrics to the monitor."""
+    row = observed.get(INPUT_OBSERVATION)
+    if row is None:
+        return
+    monitor.record_input(int(row.get("records") or 0), row.get("newest_event_ms"))
+    invalid = {code: int(row.get(code) or 0) for code in events.ContractError.CODES if row.get(code)}
+    if invalid:
+        monitor.record_invalid(invalid)
+
+
+def _input_listener(monitor: MonitorMetrics):
+    from pyspark.sql.streaming import StreamingQueryListener
+
+    class InputListener(StreamingQueryListener):
+        def onQueryStarted(self, event) -> None:
+            pass
+
+        def onQueryProgress(self, event) -> None:
+            progress = json.loads(event.progress.json)
+            if progress.get("name") == HEALTH_QUERY:
+                report_observation(monitor, progress.get("observedMetrics") or {})
+
+        def onQueryIdle(self, event) -> None:
+            pass
+
+        def onQueryTerminated(self, event) -> None:
+            pass
+
+    return InputListener()
+
+
+@dataclass
+class RunningJob:
+    spark: SparkSession
+    health_query: object
+    dead_letter_query: object | None
+    writer: HealthBatchWriter
+    listener: object
+    queries: list = field(default_factory=list)
+
+    def stop(self) -> None:
+        for q in self.queries:
+            try:
+                q.stop()
+            except Exception as e:  # stopping a failed query raises its failure again
+                log.warning("stopping %s: %s", q.name, e)
+        self.spark.streams.removeListener(self.listener)
+        self.writer.close()
+
+    def await_termination(self) -> None:
+        """Block until a query ends; a failed query's error is raised."""
+        self.spark.streams.awaitAnyTermination()
+        for q in self.queries:
+            if q.exception() is not None:
+                raise q.exception()
+
+
+def start_job(spark: SparkSession, cfg: JobConfig, writer: HealthBatchWriter | None = None) -> RunningJob:
+    checkpoint = Path(cfg.job.checkpoint_location)
+    writer = writer or make_batch_writer(cfg.sink, cfg.health)
+    listener = _input_listener(writer.monitor)
+    spark.streams.addListener(listener)
+    trigger = f"{cfg.job.trigger_interval_ms} milliseconds"
+
+    checked = observe_input(checked_events(spark, cfg))
+    health = build_health_stream(checked.transform(valid_events), cfg.health)
+    health_query = (health.writeStream.queryName(HEALTH_QUERY).outputMode("update").foreachBatch(writer)
+                    .option("checkpointLocation", str(checkpoint / "health"))
+                    .trigger(processingTime=trigger).start())
+    queries = [health_query]
+    dead_query = None
+    if cfg.dead_letters.enabled:
+        dead = checked_events(spark, cfg).transform(dead_letters)
+        dead_query = (dead.writeStream.queryName(DEAD_LETTER_QUERY).format("json")
+                      .option("path", cfg.dead_letters.path)
+                      .option("checkpointLocation", str(checkpoint / "dead-letters"))
+                      .trigger(processingTime=f"{cfg.dead_letters.trigger_interval_ms} milliseconds").start())
+        queries.append(dead_query)
+    log.info("started %s from %s topic %s, checkpoint %s", ", ".join(q.name for q in queries),
+             cfg.source.bootstrap_servers, cfg.source.topic, checkpoint)
+    return RunningJob(spark, health_query, dead_query, writer, listener, queries)
