@@ -65,6 +65,12 @@ def http_json(url: str):
         return json.loads(r.read())
 
 
+def pushed_clusters(pushgateway: str) -> set[str]:
+    """The `cluster` label of every group on the Pushgateway."""
+    groups = http_json(f"http://{pushgateway}/api/v1/metrics")["data"]
+    return {g["labels"].get("cluster") for g in groups}
+
+
 # --- the quorum -------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -119,7 +125,10 @@ def _get(answer, name):
 # --- Prometheus, Pushgateway, Alertmanager ------------------------------------------------------
 
 def pushgateway_argv(address: str, run_dir: Path) -> list[str]:
-    return [BINARIES["pushgateway"], f"--web.listen-address={address}"]
+    # Debian's build persists to /var/lib/prometheus/pushgateway.data by default, shared by every
+    # Pushgateway on the machine: this stack's groups go to a file of its own
+    return [BINARIES["pushgateway"], f"--web.listen-address={address}",
+            f"--persistence.file={run_dir / 'pushgateway.data'}"]
 
 
 def alertmanager_argv(address: str, run_dir: Path, webhook_url: str) -> list[str]:

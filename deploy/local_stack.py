@@ -223,16 +223,16 @@ def _serve_control(stack: Stack, stopping: list) -> socket.socket:
 
 
 def _streaming_job_config(stack: Stack, pushgateway: str) -> Path:
-    config = {
-        "source": {"kind": "auto", "bootstrap_servers": stack.broker.bootstrap, "topic": svc.EVENTS_TOPIC,
-                   "starting_offsets": "earliest"},
-        "checkpoint_location": str(stack.run_dir / "checkpoint"),
-        "trigger_interval": "1 second",
-        "spark": {"master": "local[*]"},
-        "sink": {"prometheus": {"mode": "pushgateway", "pushgateway_url": f"http://{pushgateway}"},
-                 "health_topic": svc.HEALTH_TOPIC, "console": False},
-    }
+    """deploy/job.local.yaml (every key documented there) with this stack's addresses."""
     import yaml
+    config = yaml.safe_load((ROOT / "deploy" / "job.local.yaml").read_text())
+    config["spark"]["master"] = "local[*]"
+    config["source"].update(bootstrap_servers=stack.broker.bootstrap, topic=svc.EVENTS_TOPIC,
+                            starting_offsets="earliest")
+    config["job"]["checkpoint_location"] = str(stack.run_dir / "checkpoints")
+    config["dead_letters"]["path"] = str(stack.run_dir / "dead-letters")
+    config["sink"]["prometheus"].update(mode="pushgateway", pushgateway_url=f"http://{pushgateway}")
+    config["sink"]["kafka"].update(enabled=True, bootstrap_servers=stack.broker.bootstrap, topic=svc.HEALTH_TOPIC)
     path = stack.run_dir / "job.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
@@ -293,8 +293,8 @@ def up(args: argparse.Namespace) -> int:
         say(f"[5/6] streaming job on local[*] (log {stack.log('streaming-job')}; the first batch takes a while)")
         job_config = _streaming_job_config(stack, addresses["pushgateway"])
         stack.spawn("streaming-job", [sys.executable, "-m", "streaming.cli", "run", "--config", str(job_config)])
-        svc.await_condition("the streaming job's first push",
-                            lambda: svc.http_json(f"http://{addresses['pushgateway']}/api/v1/metrics")["data"],
+        svc.await_condition("the streaming job's first push of the quorum's health",
+                            lambda: svc.pushed_clusters(addresses["pushgateway"]) & {svc.CLUSTER_ID},
                             JOB_START_TIMEOUT_S, 1.0, alive=stack.check_alive)
 
         control = _serve_control(stack, stopping)
@@ -321,6 +321,7 @@ def up(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the clean-up short
         if control:
             control.close()
+            (run_dir / "control.sock").unlink(missing_ok=True)
         stack.stop()
         if console:
             console.stop()
