@@ -21,7 +21,9 @@ FLAGGED = 'quorum_replica_status{cluster="c1", status="unreachable"} == 1'
 def servers(tmp_path_factory):
     work = tmp_path_factory.mktemp("prometheus")
     exporter_port = free_port()
-    with Server("prometheus-pushgateway", lambda addr: [f"--web.listen-address={addr}"], work) as gateway:
+    # no persistence: Debian's default file is shared by every Pushgateway on the machine
+    with Server("prometheus-pushgateway", lambda addr: [f"--web.listen-address={addr}", "--persistence.file="],
+                work) as gateway:
         config = work / "prometheus.yml"
         config.write_text(json.dumps({  # JSON is YAML
             "global": {"scrape_interval": "1s"},
