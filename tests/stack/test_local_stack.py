@@ -129,3 +129,25 @@ def test_killed_leader_is_replaced_within_ten_seconds(stack):
                       0.5)
     assert new != old and time.monotonic() - killed_at <= 10
     assert stack_cli(run_dir, "chaos", "heal").returncode == 0
+
+
+def test_every_dashboard_panel_returns_data_from_the_running_stack(stack):
+    """Runs last, so the chaos above has produced alerts, elections and a leader change too."""
+    from deploy.dashboard_queries import panel_queries
+    _run_dir, state = stack
+    end = time.time()
+    empty = []
+    for q in panel_queries(values={"cluster": "local-quorum"}):
+        params = {"query": q.expr}
+        if q.instant:
+            path = "query"
+        else:
+            path = "query_range"
+            params.update(start=str(end - 600), end=str(end), step="5")
+        url = f"{state['urls']['prometheus']}/api/v1/{path}?" + urllib.parse.urlencode(params)
+        with urllib.request.urlopen(url, timeout=20) as r:
+            answer = json.loads(r.read())
+        assert answer["status"] == "success", (q.panel, q.expr, answer)
+        if not answer["data"]["result"]:
+            empty.append(f"{q.panel} [{q.ref_id}]: {q.expr}")
+    assert not empty, "panels without data:\n" + "\n".join(empty)
