@@ -37,7 +37,11 @@ class HighWatermarkProbe:
         if self._consumer is None:
             self._consumer = make_consumer(self._options.consumer_config(**{
                 # One small batch per answer, and no read-ahead: the probe wants watermarks, not data.
-                "fetch.wait.max.ms": 100,
+                # Short waits and backoffs: an idle partition answers (end of partition) in ~50 ms
+                # instead of ~1.1 s with the client's defaults (measured on the embedded broker).
+                "fetch.wait.max.ms": 10,
+                "fetch.error.backoff.ms": 10,
+                "fetch.queue.backoff.ms": 10,
                 "max.partition.fetch.bytes": 1024,
                 "queued.min.messages": 1,
                 "queued.max.messages.kbytes": 64,
@@ -87,7 +91,7 @@ class HighWatermarkProbe:
         deadline = time.monotonic() + self._options.probe_timeout_s
         try:
             while pending and time.monotonic() < deadline:
-                for msg in c.consume(num_messages=len(pending) + 16, timeout=0.2):
+                for msg in c.consume(num_messages=len(pending), timeout=0.02):
                     err = msg.error()
                     if err is not None and err.code() != KafkaError._PARTITION_EOF:
                         if err.code() == KafkaError._AUTO_OFFSET_RESET or err.code() == KafkaError.OFFSET_OUT_OF_RANGE:
