@@ -67,6 +67,12 @@ def garbage(now_ms: int) -> list[tuple[bytes, str]]:
 def test_faults_flagged_and_cleared_garbage_dead_lettered_restart_keeps_state_and_reads_once(
         spark, broker, topic_factory, tmp_path):
     topic = topic_factory(partitions=2)
+    cfg = job_config(broker, topic, tmp_path)
+    writer = recording_writer(cfg)
+    job = start_job(spark, cfg, writer)
+    # The quorum starts once the job runs, so faults arrive as they happen rather than in one backlog.
+    wait_for(lambda: job.health_query.lastProgress is not None, 120, "the job's first micro-batch")
+
     start_ms = int(time.time() * 1000)
     cutoff = Fault("cutoff", start_ms=6000, duration_ms=8000, cluster=0, replica=2)
     stall = Fault("stall", start_ms=6000, duration_ms=10000, cluster=1, replica=3)
@@ -74,7 +80,7 @@ def test_faults_flagged_and_cleared_garbage_dead_lettered_restart_keeps_state_an
                                 faults=(cutoff, stall))
     published = {}
     publisher = threading.Thread(target=lambda: published.update(
-        result=publish(synthetic, broker.bootstrap, topic, duration_ms=28_000, speed=1.0)), daemon=True)
+        result=publish(synthetic, broker.bootstrap, topic, duration_ms=32_000, speed=1.0)), daemon=True)
     publisher.start()
     bad = garbage(start_ms)
     producer = Producer({"bootstrap.servers": broker.bootstrap})
@@ -82,9 +88,6 @@ def test_faults_flagged_and_cleared_garbage_dead_lettered_restart_keeps_state_an
         producer.produce(topic, value=value, key=b"cluster-0/__cluster_metadata-0/2")
     producer.flush(10)
 
-    cfg = job_config(broker, topic, tmp_path)
-    writer = recording_writer(cfg)
-    job = start_job(spark, cfg, writer)
     try:
         wait_for(lambda: transitions_to(writer, "cluster-0", 2, "unreachable"), 60, "cutoff flagged unreachable")
         wait_for(lambda: transitions_to(writer, "cluster-1", 3, "stalled"), 60, "stall flagged stalled")
