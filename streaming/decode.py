@@ -19,6 +19,8 @@ Where Spark and the Python decoder differ, on purpose or by necessity:
 """
 from __future__ import annotations
 
+import dataclasses
+from functools import lru_cache
 from typing import Callable
 
 from pyspark.sql import Column, DataFrame
@@ -120,8 +122,21 @@ def _cross_field_error(rtype: str) -> str:
     return f"CASE {' '.join(whens)} END" if whens else "NULL"
 
 
-def _field_column(name: str) -> str:
-    return f"_check_{name}"
+@lru_cache(maxsize=1)
+def _field_checks() -> dict[FieldSpec, str]:
+    """One check column per distinct field spec: a name can carry different constraints in
+    different record types (`leader_id` is >= 0 in a fetch, >= -1 in metrics)."""
+    out: dict[FieldSpec, str] = {}
+    for cls in events.RECORD_TYPES.values():
+        for fs in events.field_specs(cls):
+            fs = dataclasses.replace(fs, doc="")  # the same rule documented twice is one check
+            if fs not in out:
+                out[fs] = f"_check_{fs.name}_{sum(1 for f in out if f.name == fs.name)}"
+    return out
+
+
+def _field_column(fs: FieldSpec) -> str:
+    return _field_checks()[dataclasses.replace(fs, doc="")]
 
 
 def _record_error(now_ms: str, max_future_ms: int) -> str:
@@ -129,7 +144,7 @@ def _record_error(now_ms: str, max_future_ms: int) -> str:
     type_kind, version_kind = _top_kind("type"), _top_kind("version")
     per_type = []
     for rtype, cls in events.RECORD_TYPES.items():
-        fields = ", ".join(_field_column(fs.name) for fs in events.field_specs(cls))
+        fields = ", ".join(_field_column(fs) for fs in events.field_specs(cls))
         future = (f"CASE WHEN {RECORD}.time_ms > {now_ms} + {int(max_future_ms)} "
                   f"THEN {_err('future_timestamp', 'time_ms')} END")
         per_type.append(f"WHEN {RECORD}.type = {_quote(rtype)} THEN coalesce({fields}, "
@@ -181,10 +196,10 @@ def check_records(max_future_ms: int = events.DEFAULT_MAX_FUTURE_MS,
                  .withColumns({_top_kind(n): F.expr(_json_kind(VARIANT, n)) for n in names})
                  .withColumn(RECORD, F.expr(f"try_variant_get({VARIANT}, '$', '{envelope}')"))
                  .withColumn(CHECKED_AT, now_ms))
-        fields = events.envelope_fields()
-        checked = typed.withColumns({_field_column(n): F.expr(_field_error(fs, n)) for n, fs in fields.items()})
+        fields = _field_checks()
+        checked = typed.withColumns({column: F.expr(_field_error(fs, fs.name)) for fs, column in fields.items()})
         return (checked.withColumn(ERROR, F.expr(error))
-                .drop(*[_field_column(n) for n in fields], *[_top_kind(n) for n in names]))
+                .drop(*fields.values(), *[_top_kind(n) for n in names]))
     return transform
 
 

@@ -56,6 +56,9 @@ def mutations(record) -> list[bytes]:
         variant(**{fs.name: "7" if fs.kind != "string" else 7})
         if fs.kind == "long":
             variant(**{fs.name: -5})
+            if fs.minimum is not None:  # the bounds themselves, which differ between record types
+                variant(**{fs.name: fs.minimum})
+                variant(**{fs.name: fs.minimum - 1})
             variant(**{fs.name: 2 ** 64})
             variant(**{fs.name: 1.5})
             variant(**{fs.name: True})
