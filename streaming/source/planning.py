@@ -51,8 +51,9 @@ def cap_to_limit(start: Mapping[int, int], available: Mapping[int, int], max_rec
         return ends
     take = {p: (n * max_records) // total for p, n in waiting.items()}
     budget = max_records - sum(take.values())
-    # Hand out the rounding remainder one record at a time, partitions with the most left first.
-    for p in sorted(waiting, key=lambda q: (-(waiting[q] - take[q]), q)):
+    # Hand out the rounding remainder one record at a time: partitions that got nothing first,
+    # then those with the most left.
+    for p in sorted(waiting, key=lambda q: (take[q] > 0, -(waiting[q] - take[q]), q)):
         if budget == 0:
             break
         if take[p] < waiting[p]:
