@@ -152,7 +152,7 @@ def prometheus_argv(address: str, run_dir: Path, pushgateway: str, alertmanager:
                     exporter: str | None = None) -> list[str]:
     path = run_dir / "prometheus.yml"
     path.write_text(render_prometheus_config(pushgateway, exporter, alertmanager,
-                                             ROOT / "alerts" / "quorum-health.rules.yml", "2s"))
+                                             ROOT / "alerts" / "quorum-health.rules.yml", "1s"))
     return [BINARIES["prometheus"], f"--config.file={path}", f"--storage.tsdb.path={run_dir / 'prometheus-data'}",
             f"--web.listen-address={address}", "--web.enable-lifecycle"]
 

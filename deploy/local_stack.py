@@ -269,18 +269,17 @@ def up(args: argparse.Namespace) -> int:
                                             0.5, alive=lambda: _dead_node(stack))
         say(f"      leader {leader} in epoch {epoch}")
 
-        say("[3/6] Pushgateway, Alertmanager, Prometheus")
-        console = AlertConsole("127.0.0.1", free_port(), lambda line: say(f"alert: {line}")).start()
         addresses = {name: f"127.0.0.1:{free_port()}" for name in ("pushgateway", "alertmanager", "prometheus")}
-        stack.spawn("pushgateway", svc.pushgateway_argv(addresses["pushgateway"], run_dir))
-        stack.spawn("alertmanager", svc.alertmanager_argv(addresses["alertmanager"], run_dir, console.url))
-        stack.spawn("prometheus", svc.prometheus_argv(addresses["prometheus"], run_dir, addresses["pushgateway"],
-                                                      addresses["alertmanager"]))
-        for name, address in addresses.items():
-            svc.await_condition(name, lambda a=address: svc.http_ok(f"http://{a}/-/ready"), START_TIMEOUT_S,
+
+        def start_server(name: str, argv: list[str]) -> None:
+            stack.spawn(name, argv)
+            svc.await_condition(name, lambda: svc.http_ok(f"http://{addresses[name]}/-/ready"), START_TIMEOUT_S,
                                 alive=stack.check_alive)
-            stack.urls[name] = f"http://{address}"
-        stack.save()
+            stack.urls[name] = f"http://{addresses[name]}"
+            stack.save()
+
+        say("[3/6] Pushgateway")
+        start_server("pushgateway", svc.pushgateway_argv(addresses["pushgateway"], run_dir))
 
         if args.synthetic:
             say(f"[4/6] synthetic quorums: {args.synthetic}, with one of each fault in their first four minutes")
@@ -297,8 +296,16 @@ def up(args: argparse.Namespace) -> int:
                             lambda: svc.pushed_clusters(addresses["pushgateway"]) & {svc.CLUSTER_ID},
                             JOB_START_TIMEOUT_S, 1.0, alive=stack.check_alive)
 
+        # Prometheus only once the job has pushed: before, the rules would rightly find the
+        # monitor absent, and start the stack with a page
+        say("[6/6] Alertmanager, Prometheus with the alerting rules")
+        console = AlertConsole("127.0.0.1", free_port(), lambda line: say(f"alert: {line}")).start()
+        start_server("alertmanager", svc.alertmanager_argv(addresses["alertmanager"], run_dir, console.url))
+        start_server("prometheus", svc.prometheus_argv(addresses["prometheus"], run_dir, addresses["pushgateway"],
+                                                       addresses["alertmanager"]))
+
         control = _serve_control(stack, stopping)
-        say("[6/6] ready:")
+        say("ready:")
         for name, url in stack.urls.items():
             say(f"      {name:13} {url}")
         say(f"      {'logs':13} {run_dir / 'logs'}")
