@@ -151,3 +151,28 @@ def test_faults_flagged_and_cleared_garbage_dead_lettered_restart_keeps_state_an
     assert dead_reasons() == sorted(reason for _, reason in bad)
     assert writer.monitor.invalid_records_total == {
         reason: sum(1 for _, r in bad if r == reason) for reason in {r for _, r in bad}}
+
+
+def test_nothing_is_flagged_on_a_healthy_quorum_over_ten_minutes_of_synthetic_time(
+        spark, broker, topic_factory, tmp_path):
+    spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")
+    topic = topic_factory(partitions=2)
+    synthetic = SyntheticConfig(clusters=3, voters=3, observers=1, seed=23, start_ms=int(time.time() * 1000),
+                                append_interval_ms=200)
+    stats, timeline = publish(synthetic, broker.bootstrap, topic, duration_ms=600_000, speed=0)
+    assert not [e for e in timeline if e.kind != "election"], "the healthy run has scripted faults"
+    cfg = JobConfig.from_dict({**job_config(broker, topic, tmp_path).to_dict(),
+                               "source": {"kind": "python", "bootstrap_servers": broker.bootstrap, "topic": topic,
+                                          "starting_offsets": "earliest", "max_offsets_per_trigger": 5000},
+                               "dead_letters": {"enabled": False}})
+    writer = recording_writer(cfg)
+    job = start_job(spark, cfg, writer)
+    try:
+        wait_for(lambda: rows_read(job) >= stats.records, 240, "ten minutes of records read")
+    finally:
+        job.stop()
+    flagged = [e for e in writer.seen_events if e["kind"] == "transition"
+               and e["status"] not in ("caught_up", "healthy", "unknown")]
+    assert not flagged, flagged[:5]
+    statuses = {v.quorum["cluster_id"]: v.quorum["status"] for v in writer.snapshot.views()}
+    assert statuses == {f"cluster-{i}": "healthy" for i in range(3)}
