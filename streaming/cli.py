@@ -11,6 +11,7 @@ import json
 import logging
 import signal
 import sys
+import threading
 
 from streaming.config import ConfigError, JobConfig, load_config
 
@@ -65,22 +66,37 @@ def _run(cfg: JobConfig, log_level: str) -> int:
     spark = session_for(cfg)
     spark.sparkContext.setLogLevel("WARN")
     job = start_job(spark, cfg)
+    log = logging.getLogger("streaming")
+    stop = threading.Event()
 
     def shutdown(signum, _frame):
-        logging.getLogger("streaming").info("signal %d: stopping the queries", signum)
-        job.stop()
+        # Only flag it: stopping queries from inside a signal handler interrupts a Py4J call.
+        log.info("signal %d: stopping the queries", signum)
+        stop.set()
 
     signal.signal(signal.SIGTERM, shutdown)
     signal.signal(signal.SIGINT, shutdown)
     try:
-        job.await_termination()
-    except Exception as e:  # a failed query: say which and why, exit non-zero
-        print(f"streaming: query failed: {e}", file=sys.stderr)
-        job.stop()
+        while not stop.is_set():
+            if spark.streams.awaitAnyTermination(1.0):
+                break
+    except Exception as e:
+        if not stop.is_set():  # a failed query: say which and why, exit non-zero
+            print(f"streaming: query failed: {e}", file=sys.stderr)
+            _stop_quietly(job, log)
+            return 1
+    _stop_quietly(job, log)
+    if not stop.is_set():
+        print("streaming: a query stopped on its own", file=sys.stderr)
         return 1
-    job.stop()
     return 0
 
+
+def _stop_quietly(job, log) -> None:
+    try:
+        job.stop()
+    except Exception as e:  # e.g. Ctrl-C reached Spark's JVM too and it is gone already
+        log.warning("while stopping: %s", e)
 
 if __name__ == "__main__":
     sys.exit(main())
