@@ -1,0 +1,76 @@
+"""The job's YAML configuration: documented defaults, errors that name the key, the CLI's answer."""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+import yaml
+
+from streaming.cli import main
+from streaming.config import ConfigError, JobConfig, load_config
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "deploy" / "job.local.yaml"
+
+
+def keys(d: dict, prefix: str = "") -> set[str]:
+    out = set()
+    for k, v in d.items():
+        out.add(prefix + k)
+        if isinstance(v, dict):
+            out |= keys(v, f"{prefix}{k}.")
+    return out
+
+
+def test_the_example_config_documents_every_key_with_its_default():
+    example = yaml.safe_load(EXAMPLE.read_text())
+    defaults = JobConfig().to_dict()
+    assert keys(example) == keys(defaults)
+    assert load_config(EXAMPLE) == JobConfig()
+
+
+def test_an_empty_file_means_all_defaults(tmp_path):
+    (tmp_path / "job.yaml").write_text("")
+    assert load_config(tmp_path / "job.yaml") == JobConfig()
+
+
+@pytest.mark.parametrize("config, message", [
+    ({"sourc": {}}, "sourc: unknown key"),
+    ({"source": {"topc": "x"}}, "source.topc: unknown key"),
+    ({"source": {"kind": "jvm"}}, "source.kind: must be one of auto, python, native"),
+    ({"source": {"starting_offsets": "middle"}}, "source.starting_offsets"),
+    ({"source": {"max_offsets_per_trigger": 0}}, "source.max_offsets_per_trigger: must be >= 1"),
+    ({"source": {"kafka": {"kafka.security.protocol": "SSL"}}}, "kafka.kafka.security.protocol"),
+    ({"job": {"trigger_interval_ms": "1s"}}, "job.trigger_interval_ms: expected int"),
+    ({"job": {"trigger_interval_ms": 5000}}, "job.trigger_interval_ms: 5000 is longer than health.tick_ms"),
+    ({"health": {"stall_after_ms": -1}}, "health.stall_after_ms"),
+    ({"sink": {"prometheus": {"mode": "push"}}}, "sink.prometheus.mode"),
+])
+def test_a_bad_config_is_refused_naming_the_key(config, message):
+    with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
+        JobConfig.from_dict(config)
+
+
+def test_source_options_use_the_native_kafka_names_and_pass_client_settings_through():
+    cfg = JobConfig.from_dict({"source": {"bootstrap_servers": "b:9092", "topic": "ev", "max_offsets_per_trigger": 10,
+                                          "kafka": {"security.protocol": "SASL_SSL", "sasl.username": "u"}}})
+    assert cfg.source.reader_options() == {
+        "kafka.bootstrap.servers": "b:9092", "subscribe": "ev", "startingOffsets": "latest",
+        "maxOffsetsPerTrigger": "10", "kafka.security.protocol": "SASL_SSL", "kafka.sasl.username": "u"}
+
+
+def test_cli_exits_2_with_the_file_and_key_for_a_bad_config(tmp_path, capsys):
+    path = tmp_path / "job.yaml"
+    path.write_text("source:\n  topic: ''\n")
+    assert main(["check-config", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert str(path) in err and "source.topic: must not be empty" in err
+
+
+def test_cli_check_config_prints_every_default(tmp_path, capsys):
+    path = tmp_path / "job.yaml"
+    path.write_text("source: {topic: events}\n")
+    assert main(["check-config", "--config", str(path)]) == 0
+    printed = yaml.safe_load(capsys.readouterr().out)
+    assert printed == dataclasses.asdict(dataclasses.replace(JobConfig(), source=JobConfig.from_dict(
+        {"source": {"topic": "events"}}).source))
