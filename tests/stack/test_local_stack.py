@@ -146,7 +146,8 @@ def test_every_dashboard_panel_returns_data_from_the_running_stack(stack):
     for bad in (b"not json", b'{"type": "fetch", "version": 1}', b'{"type": "gossip", "version": 1}'):
         producer.produce("quorum-events", bad)
     assert producer.flush(10) == 0
-    await_value("the invalid records counted", lambda: promql(state, "quorum_monitor_invalid_records_total"), 60)
+    await_value("the invalid records counted",
+                lambda: promql(state, "rate(quorum_monitor_invalid_records_total[1m])"), 60)
     end = time.time()
     empty = []
     for q in panel_queries(values={"cluster": "local-quorum"}):
