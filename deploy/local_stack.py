@@ -7,7 +7,7 @@ notifications are printed here.
   deploy/run-local down                stop a stack started from another terminal
   deploy/run-local status              the quorum's state and the stack's addresses
   deploy/run-local chaos ACTION [NODE] disturb the running quorum:
-      stall NODE        slow the node's disk so it keeps fetching but falls behind
+      stall NODE        slow the node's disk (3 s per fsync): its fetches come seconds apart
       cutoff NODE       drop all of the node's traffic (it cannot reach or be reached)
       freeze NODE       SIGSTOP the node's process (heal sends SIGCONT)
       kill NODE         SIGKILL the node's process (heal restarts it)
@@ -150,7 +150,7 @@ class Stack:
                 raise ValueError(f"{action} needs a node id among {sorted(self.nodes)}")
             if action == "stall":
                 self._fault(node, "slow-disk", "3000")
-                return f"node {node}: every fsync now takes 3 s more; it keeps fetching but falls behind"
+                return f"node {node}: every fsync now takes 3 s more; its fetches come seconds apart"
             if action == "cutoff":
                 self._fault(node, "pause")
                 return f"node {node}: all traffic in and out dropped"
