@@ -42,7 +42,7 @@ def new_state(cluster_id: str, topic: str, partition: int) -> dict[str, Any]:
 
 def _new_replica(role: str) -> dict[str, Any]:
     return {"role": role, "leo": -1, "fetch_leader_leo": -1, "last_fetch_ms": -1, "last_caught_up_ms": -1,
-            "first_fetch_ms": -1, "own_leo": -1, "seen_ms": -1, "windows": [],
+            "first_fetch_ms": -1, "own_leo": -1, "diverged_from": -1, "seen_ms": -1, "windows": [],
             "truncations": 0, "truncated_records": 0, "status": None}
 
 
@@ -93,8 +93,12 @@ class QuorumTracker:
         self._leader_progress(int(rec["leader_log_end_offset"]), int(rec["high_watermark"]), t)
         r = self._replica(int(rec["replica_id"]), rec["replica_role"])
         r["seen_ms"] = max(r["seen_ms"], t)
+        if rec["outcome"] == "diverging":
+            # the leader told it to cut its log back; its next valid fetch says to where
+            r["diverged_from"] = max(r.get("diverged_from", -1), int(rec["fetch_offset"]))
         if rec["outcome"] != "valid":
             return
+        self._truncation_after_divergence(int(rec["replica_id"]), r, int(rec["fetch_offset"]), t)
         # KIP-836, in the leader's order (facts file): caught up if the fetch reached the
         # leader's end, or reached what the leader's end was at the previous fetch.
         fetch_offset, leader_leo = int(rec["fetch_offset"]), int(rec["leader_log_end_offset"])
@@ -213,13 +217,26 @@ class QuorumTracker:
     def _own_log_end(self, rid: int, r: dict[str, Any], leo: int, t: int) -> None:
         """A node's own log end offset going backwards is a truncation of its uncommitted tail."""
         if 0 <= leo < r["own_leo"]:
-            lost = r["own_leo"] - leo
-            r["truncations"] += 1
-            r["truncated_records"] += lost
-            self.events.append({"kind": "truncation", "replica_id": rid, "role": r["role"], "now_ms": t,
-                                "records_lost": lost, "log_end_offset": leo,
-                                "reason": f"log end offset {r['own_leo']} -> {leo}"})
+            self._truncated(rid, r, r["own_leo"], leo, t)
         r["own_leo"] = leo
+
+    def _truncation_after_divergence(self, rid: int, r: dict[str, Any], fetch_offset: int, t: int) -> None:
+        """A valid fetch below the offset of the replica's diverging fetch: it truncated. A node
+        usually truncates and catches up between two of its metrics records, so its own log end
+        rarely shows going backwards; the leader's fetch records always do. Counted once: a
+        decrease its metrics already showed is not counted again."""
+        diverged, r["diverged_from"] = r.get("diverged_from", -1), -1
+        if 0 <= fetch_offset < diverged and (r["own_leo"] < 0 or r["own_leo"] > fetch_offset):
+            self._truncated(rid, r, diverged, fetch_offset, t)
+            r["own_leo"] = fetch_offset
+
+    def _truncated(self, rid: int, r: dict[str, Any], from_leo: int, to_leo: int, t: int) -> None:
+        lost = from_leo - to_leo
+        r["truncations"] += 1
+        r["truncated_records"] += lost
+        self.events.append({"kind": "truncation", "replica_id": rid, "role": r["role"], "now_ms": t,
+                            "records_lost": lost, "log_end_offset": to_leo,
+                            "reason": f"log end offset {from_leo} -> {to_leo}"})
 
     # --- evaluation ------------------------------------------------------------------------------
 

@@ -206,6 +206,20 @@ def test_log_end_offset_going_backwards_is_a_truncation_with_the_records_lost():
     assert (mon.replica(3)["truncations_total"], mon.replica(3)["truncated_records_total"]) == (1, 9)
 
 
+def test_valid_fetch_below_a_diverging_one_is_a_truncation_even_when_metrics_never_show_it():
+    # a node truncates and catches up between two metrics records: the leader's fetch records
+    # (diverging at 130, then valid at 121) are what show it
+    script, mon = QuorumScript(), Monitor()
+    mon.run(script, 2000)
+    mon.feed([script.metrics(3, leo=130)])
+    mon.feed([script.fetch(3, 130, outcome="diverging")])
+    mon.feed([script.fetch(3, 121)])
+    [event] = [r for r in mon.rows if r["kind"] == "truncation"]
+    assert (event["replica_id"], event["records_lost"], event["log_end_offset"]) == (3, 9, 121)
+    mon.feed([script.metrics(3, leo=121)])  # the same truncation seen again is not counted twice
+    assert (mon.replica(3)["truncations_total"], mon.replica(3)["truncated_records_total"]) == (1, 9)
+
+
 def test_kip836_rule_caught_up_when_reaching_the_previous_leader_end():
     # Rule 2 of the facts file: not at the leader's end now, but at least at what the end was at
     # the previous fetch, so caught up as of that previous fetch's time.

@@ -176,3 +176,68 @@ def test_nothing_is_flagged_on_a_healthy_quorum_over_ten_minutes_of_synthetic_ti
     assert not flagged, flagged[:5]
     statuses = {v.quorum["cluster_id"]: v.quorum["status"] for v in writer.snapshot.views()}
     assert statuses == {f"cluster-{i}": "healthy" for i in range(3)}
+
+
+def quorum_transitions(writer, cluster: str, status: str) -> list[dict]:
+    return [e for e in writer.seen_events if e["kind"] == "transition" and e["cluster_id"] == cluster
+            and e["replica_id"] is None and e["status"] == status]
+
+
+def test_quorum_faults_flagged_and_cleared(spark, broker, topic_factory, tmp_path):
+    """The synthetic quorum's quorum-wide faults, one cluster each, through the whole job: a leader
+    partitioned away (its replica unreachable, a new leader, its tail truncated on return), the
+    high watermark stalled, an election storm, a split brain; each flagged within its threshold
+    plus two triggers on the quorum's clock, and every quorum healthy again at the end."""
+    spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")
+    topic = topic_factory(partitions=2)
+    base = job_config(broker, topic, tmp_path).to_dict()
+    # a storm window short enough that the storm also clears within the run
+    cfg = JobConfig.from_dict({**base, "health": {**base["health"], "storm_window_ms": 15_000}})
+    writer = recording_writer(cfg)
+    job = start_job(spark, cfg, writer)
+    wait_for(lambda: job.health_query.lastProgress is not None, 120, "the job's first micro-batch")
+    start_ms = int(time.time() * 1000)
+    partition = Fault("leader_partition", 6000, 12_000, cluster=0)
+    hw_stall = Fault("hw_stall", 6000, 10_000, cluster=1)
+    storm = Fault("election_storm", 6000, 8000, cluster=2)
+    split = Fault("split_brain", 6000, 6000, cluster=3, replica=2)
+    synthetic = SyntheticConfig(clusters=4, voters=3, observers=1, seed=31, start_ms=start_ms,
+                                faults=(partition, hw_stall, storm, split))
+    published = {}
+    publisher = threading.Thread(target=lambda: published.update(
+        result=publish(synthetic, broker.bootstrap, topic, duration_ms=40_000, speed=1.0)), daemon=True)
+    publisher.start()
+    try:
+        wait_for(lambda: quorum_transitions(writer, "cluster-1", "stalled"), 180, "hw stall flagged")
+        wait_for(lambda: quorum_transitions(writer, "cluster-3", "split_brain"), 180, "split brain flagged")
+        wait_for(lambda: transitions_to(writer, "cluster-0", 1, "unreachable"), 180, "partitioned leader unreachable")
+        wait_for(lambda: [e for e in writer.seen_events if e["kind"] == "truncation"
+                          and e["cluster_id"] == "cluster-0" and e["replica_id"] == 1], 60,
+                 "the old leader's truncation on return")
+        publisher.join(90)
+        _stats, timeline = published["result"]
+        wait_for(lambda: {v.quorum["cluster_id"]: v.quorum["status"] for v in writer.snapshot.views()}
+                 == {f"cluster-{i}": "healthy" for i in range(4)}, 60, "every quorum healthy again")
+        views = {v.quorum["cluster_id"]: v.quorum for v in writer.snapshot.views()}
+    finally:
+        job.stop()
+
+    def delay_of(first_event, fault):
+        return first_event["now_ms"] - (start_ms + fault.start_ms)
+    slack = 2 * TRIGGER_MS + cfg.health.tick_ms
+    assert 0 <= delay_of(quorum_transitions(writer, "cluster-1", "stalled")[0], hw_stall) <= (
+        cfg.health.hw_stall_after_ms + synthetic.noop_interval_ms + slack)
+    # a claim shows in the claimant's next metrics record, at most one metrics interval later
+    assert 0 <= delay_of(quorum_transitions(writer, "cluster-3", "split_brain")[0], split) <= (
+        synthetic.metrics_interval_ms + slack)
+    # the old leader stops fetching when the new one is elected (the timeline says when)
+    election = next(e for e in timeline if e.kind == "election" and e.cluster_id == "cluster-0")
+    unreachable = transitions_to(writer, "cluster-0", 1, "unreachable")[0]
+    assert election.start_ms <= unreachable["now_ms"] <= election.start_ms + cfg.health.unreachable_after_ms + slack
+    truncation = next(e for e in timeline if e.kind == "truncation" and e.cluster_id == "cluster-0")
+    seen = next(e for e in writer.seen_events if e["kind"] == "truncation" and e["cluster_id"] == "cluster-0")
+    assert seen["records_lost"] == truncation.detail["records_lost"]
+    storm_elections = [e for e in timeline if e.kind == "election" and e.cluster_id == "cluster-2"]
+    assert views["cluster-2"]["elections_total"] >= len(storm_elections) >= cfg.health.storm_epoch_changes
+    assert quorum_transitions(writer, "cluster-2", "degraded"), "the storm degrades the quorum"
+    assert views["cluster-0"]["leader_id"] == election.replica_id
