@@ -99,27 +99,10 @@ def write_node_configs(run_dir: Path, voters: int, observers: int, bootstrap: st
 
 def quorum_leader(bootstrap: str) -> tuple[int, int] | None:
     """(leader id, epoch) from DescribeQuorum through kafka-python's admin client, or None."""
-    from kafka import KafkaAdminClient
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=3000, client_id="local-stack")
-    try:
-        answer = admin.describe_metadata_quorum()
-    finally:
-        admin.close()
-    leader = _get(answer, "leader_id")
-    return (leader, _get(answer, "leader_epoch")) if leader is not None and leader >= 0 else None
-
-
-def _get(answer, name):
-    """DescribeQuorum answers come as objects or dicts depending on the client version."""
-    if isinstance(answer, dict):
-        if name in answer:
-            return answer[name]
-        for topic in answer.get("topics", []):
-            for partition in topic.get("partitions", []):
-                if name in partition:
-                    return partition[name]
-        return None
-    return getattr(answer, name, None)
+    from quorum.describe_tool import fetch_quorum, quorum_info
+    _cluster, answer = fetch_quorum(bootstrap, {}, 3000)
+    info = quorum_info(answer)
+    return (info.leader_id, info.leader_epoch) if info.leader_id >= 0 else None
 
 
 # --- Prometheus, Pushgateway, Alertmanager ------------------------------------------------------

@@ -94,10 +94,11 @@ class Stack:
     def node_name(self, node_id: int) -> str:
         return f"node-{node_id}"
 
-    def check_alive(self) -> str | None:
-        """A dead node is part of the game (chaos kill); anything else dying stops the stack."""
+    def check_alive(self, nodes_may_die: bool = True) -> str | None:
+        """A dead node is part of the game (chaos kill) once the stack runs; anything else dying
+        stops the stack."""
         for name, proc in self.processes.items():
-            if proc.poll() is not None and not name.startswith("node-"):
+            if proc.poll() is not None and not (nodes_may_die and name.startswith("node-")):
                 return f"{name} exited with code {proc.returncode} (log: {self.log(name)})"
         return None
 
@@ -266,7 +267,7 @@ def up(args: argparse.Namespace) -> int:
         bootstrap = ",".join(n.address for n in stack.nodes.values())
         stack.urls["quorum"] = bootstrap
         leader, epoch = svc.await_condition("a quorum leader", lambda: svc.quorum_leader(bootstrap), START_TIMEOUT_S,
-                                            0.5, alive=lambda: _dead_node(stack))
+                                            0.5, alive=lambda: stack.check_alive(nodes_may_die=False))
         say(f"      leader {leader} in epoch {epoch}")
 
         addresses = {name: f"127.0.0.1:{free_port()}" for name in ("pushgateway", "alertmanager", "prometheus")}
@@ -333,13 +334,6 @@ def up(args: argparse.Namespace) -> int:
         if console:
             console.stop()
         say("stopped")
-
-
-def _dead_node(stack: Stack) -> str | None:
-    for name, proc in stack.processes.items():
-        if proc.poll() is not None:
-            return f"{name} exited with code {proc.returncode} (log: {stack.log(name)})"
-    return None
 
 
 def _state(run_dir: Path) -> dict | None:
