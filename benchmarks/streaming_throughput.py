@@ -23,6 +23,15 @@ from pathlib import Path
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 
+def job_config(bootstrap: str, topic: str, checkpoint: Path) -> "JobConfig":  # noqa: F821 - imported lazily
+    """The job as measured: the python source from the earliest offset, no outputs but the counts."""
+    from streaming.config import JobConfig
+    return JobConfig.from_dict({
+        "source": {"kind": "python", "bootstrap_servers": bootstrap, "topic": topic, "starting_offsets": "earliest"},
+        "job": {"checkpoint_location": str(checkpoint), "trigger_interval_ms": 1000},
+        "dead_letters": {"enabled": False}, "sink": {"prometheus": {"mode": "off"}}})
+
+
 def raw_read_rate(bootstrap: str, topic: str, partitions: int, expected: int) -> float:
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
                   "enable.partition.eof": True})
@@ -62,7 +71,6 @@ def main() -> None:
 
     from quorum.embedded_broker import EmbeddedBroker
     from quorum.synthetic import Fault, SyntheticConfig, publish
-    from streaming.config import JobConfig
     from streaming.decode import check_records, dead_letters, valid_events
     from streaming.job import start_job
     from streaming.sinks import make_batch_writer
@@ -93,11 +101,7 @@ def main() -> None:
         elapsed = timed_available_now(both, tmp / "cp-decode")
         print(f"source + decode (availableNow):  {total / elapsed:>10,.0f} events/s  ({total / elapsed / raw:.2f})")
 
-        cfg = JobConfig.from_dict({
-            "source": {"kind": "python", "bootstrap_servers": broker.bootstrap, "topic": topic,
-                       "starting_offsets": "earliest"},
-            "job": {"checkpoint_location": str(tmp / "cp-job"), "trigger_interval_ms": 1000},
-            "dead_letters": {"enabled": False}, "sink": {"prometheus": {"mode": "off"}}})
+        cfg = job_config(broker.bootstrap, topic, tmp / "cp-job")
         writer = make_batch_writer(cfg.sink, cfg.health)
         start = time.perf_counter()
         job = start_job(spark, cfg, writer)
@@ -113,11 +117,7 @@ def main() -> None:
 
         # Detection delay: a live quorum (real-time pace), one voter cut off.
         live_topic = broker.create_topic("bench-live", args.partitions)
-        cfg = JobConfig.from_dict({
-            "source": {"kind": "python", "bootstrap_servers": broker.bootstrap, "topic": live_topic,
-                       "starting_offsets": "earliest"},
-            "job": {"checkpoint_location": str(tmp / "cp-live"), "trigger_interval_ms": 1000},
-            "dead_letters": {"enabled": False}, "sink": {"prometheus": {"mode": "off"}}})
+        cfg = job_config(broker.bootstrap, live_topic, tmp / "cp-live")
         writer = make_batch_writer(cfg.sink, cfg.health)
         seen: list[tuple[float, dict]] = []
         apply = writer.snapshot.apply
