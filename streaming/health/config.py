@@ -82,8 +82,9 @@ class HealthConfig:
     # --- quorum statuses ---
     hw_stall_after_ms: int | None = None      # high watermark not advanced this long: 4 NoOps
     leader_claim_window_ms: int | None = None  # a leadership claim counts this long: check quorum, 1.5 x fetch timeout
-    storm_window_ms: int = 60_000             # election storm: this many epoch changes ...
-    storm_epoch_changes: int = 3              # ... within storm_window_ms
+    storm_window_ms: int = 60_000             # election storm: this many leader changes ...
+    storm_leader_changes: int = 3             # ... within storm_window_ms (split votes are not changes)
+    max_epoch_jump: int = 1000                # epochs beyond current + this + 2 per election timeout: rejected
 
     # --- windows and bookkeeping ---
     caught_up_horizon_ms: int = 600_000       # caught-up windows (and the caught-up ratio) cover this long

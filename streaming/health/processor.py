@@ -71,7 +71,7 @@ class _QuorumHealthLogic:
         tracker.apply_all(records)
         st["last_input_proc_ms"] = proc_ms
         st["last_input_wall_ms"] = max(proc_ms, self.wall_clock_ms())
-        rows = tracker.evaluate(st["last_event_ms"], proc_ms, silent=False)
+        rows = tracker.evaluate(proc_ms, silent=False, wall_ms=st["last_input_wall_ms"])
         if st["timer_ms"] < 0:
             st["timer_ms"] = proc_ms + self.cfg.tick_ms
             self.handle.registerTimer(st["timer_ms"])
@@ -83,15 +83,17 @@ class _QuorumHealthLogic:
         silence = max(0, proc_ms - st.get("last_input_wall_ms", st["last_input_proc_ms"]))
         if silence >= self.cfg.quorum_forget_ms:
             self.state.clear()
+            st["event_seq"] += 1
             return [{"kind": "forget", "cluster_id": st["cluster_id"], "topic": st["topic"],
-                     "partition": st["partition"], "seq": st["seq"] + 1, "now_ms": st["last_event_ms"] + silence,
-                     "proc_ms": proc_ms, "last_input_proc_ms": st["last_input_proc_ms"], "silent": True,
+                     "partition": st["partition"], "seq": st["seq"] + 1, "event_seq": st["event_seq"],
+                     "now_ms": st["clock"]["now"] + silence, "proc_ms": proc_ms,
+                     "last_input_proc_ms": st["last_input_proc_ms"], "silent": True,
                      "reason": f"quorum silent for {silence} ms"}]
         st["timer_ms"] = proc_ms + self.cfg.tick_ms
         self.handle.registerTimer(st["timer_ms"])
         rows: list[dict[str, Any]] = []
         if st["last_input_proc_ms"] != proc_ms:  # else on_input has just evaluated and emitted
-            rows = QuorumTracker(self.cfg, st).evaluate(st["last_event_ms"] + silence, proc_ms, silent=True)
+            rows = QuorumTracker(self.cfg, st).evaluate(proc_ms, silent=True)
         self._save(st)
         return rows
 

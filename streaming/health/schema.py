@@ -4,9 +4,14 @@ Every evaluation of a quorum (on input or on a timer tick) emits a full snapshot
 one `quorum` row and one `replica` row per replica it knows. Events ride along:
 `transition` (a replica's or the quorum's status changed), `window` (a caught-up, lagging or
 unknown interval of a replica closed: the caught-up windows, one row per interval; the open
-intervals stay in state and give `caught_up_ratio`), `truncation` (a replica's log end offset went backwards) and `forget`
-(the quorum or a replica was dropped from state, so sinks remove its series).
-Columns that do not apply to a kind are null. `seq` orders one quorum's emissions.
+intervals stay in state and give `caught_up_ratio`), `truncation` (a replica's log end offset went
+backwards), `forget` (the quorum or a replica was dropped from state, so sinks remove its series),
+`voter_set` (the voter set in force changed), `incarnation` (the cluster was formatted anew under
+the same id), `replaced` (a replica id came back with another directory id) and `rejected` (a
+record the state machine refused: `status` is the reason code, e.g. `implausible_epoch`).
+Columns that do not apply to a kind are null. `seq` orders one quorum's evaluations; every event
+row has its own `event_seq`, consecutive per quorum and kept in the state store, so a batch
+replayed after a restart emits its events with the same numbers and a consumer can drop them.
 Times are epoch milliseconds on the quorum's clock (its records' event time, extrapolated by
 processing time while the quorum is silent); ages are milliseconds.
 """
@@ -14,14 +19,17 @@ from __future__ import annotations
 
 from pyspark.sql import types as T
 
-KINDS = ("quorum", "replica", "transition", "window", "truncation", "forget")
+KINDS = ("quorum", "replica", "transition", "window", "truncation", "forget", "voter_set", "incarnation",
+         "replaced", "rejected")
+EVENT_KINDS = KINDS[2:]
 
 HEALTH_FIELDS: list[tuple[str, T.DataType, str]] = [
     ("kind", T.StringType(), "one of KINDS"),
     ("cluster_id", T.StringType(), "cluster id"),
     ("topic", T.StringType(), "quorum topic"),
     ("partition", T.LongType(), "quorum topic partition"),
-    ("seq", T.LongType(), "emission counter of this quorum (orders its rows)"),
+    ("seq", T.LongType(), "evaluation counter of this quorum (orders its rows)"),
+    ("event_seq", T.LongType(), "event rows: per-quorum sequence number (consecutive; replays repeat it)"),
     ("now_ms", T.LongType(), "the quorum's clock at evaluation"),
     ("proc_ms", T.LongType(), "processing time of the micro-batch that evaluated it"),
     ("last_input_proc_ms", T.LongType(), "processing time of the last batch with input for this quorum"),
@@ -43,7 +51,7 @@ HEALTH_FIELDS: list[tuple[str, T.DataType, str]] = [
     ("truncated_records_total", T.LongType(), "records lost to truncation by this replica"),
     # quorum
     ("leader_id", T.LongType(), "current leader (-1 none)"),
-    ("leader_epoch", T.LongType(), "highest epoch seen"),
+    ("leader_epoch", T.LongType(), "current epoch (confirmed by a voter or a majority)"),
     ("high_watermark", T.LongType(), "highest high watermark seen (-1 unknown)"),
     ("hw_age_ms", T.LongType(), "now - time the high watermark last advanced (null unknown)"),
     ("leader_log_end_offset", T.LongType(), "leader's latest log end offset (-1 unknown)"),
@@ -51,8 +59,13 @@ HEALTH_FIELDS: list[tuple[str, T.DataType, str]] = [
     ("voters_caught_up", T.LongType(), "voters caught up (leader included)"),
     ("voters_reachable", T.LongType(), "voters fetching or leading"),
     ("majority_reachable", T.BooleanType(), "voters_reachable > voters / 2"),
-    ("elections_total", T.LongType(), "epoch changes seen"),
-    ("epoch_changes_window", T.LongType(), "epoch changes within storm_window_ms"),
+    ("elections_total", T.LongType(), "epoch bumps seen (a failover with split votes counts each)"),
+    ("epoch_changes_window", T.LongType(), "epoch adoptions within storm_window_ms"),
+    ("leader_changes_total", T.LongType(), "new leaders seen (the first one excepted)"),
+    ("leader_changes_window", T.LongType(), "new leaders within storm_window_ms (the storm rule)"),
+    ("candidate_epoch", T.LongType(), "highest epoch voters campaign for above the current one (-1 none)"),
+    ("incarnation", T.LongType(), "times the cluster was seen formatted anew under the same id"),
+    ("voter_ids", T.StringType(), "the voter set in force, comma-separated"),
     ("leaders_claimed", T.LongType(), "nodes claiming leadership of the current epoch"),
     ("zombie_leaders", T.LongType(), "nodes claiming leadership of an older epoch, still talking"),
     # events

@@ -1,48 +1,81 @@
 """The health state machine of one quorum: pure Python, no Spark, no I/O.
 
 `QuorumTracker` wraps the JSON-friendly state dict the Spark processor keeps per key:
-`apply(record)` folds one event in (event time from the record), `evaluate(now_ms, ...)`
-re-derives every status against the leader's latest log end offset and returns output rows
-(see `schema.py`). The processor calls `evaluate` on input and on every processing-time
-timer tick, so a replica that stops sending loses its good status without sending anything.
+`apply(record)` folds one event in, `evaluate(proc_ms, silent)` re-derives every status and
+returns output rows (see `schema.py`). The processor calls `evaluate` on input and on every
+processing-time timer tick, so a replica that stops sending loses its good status without
+sending anything.
 
-Why one tracker per quorum and not per replica: a replica's status depends on the leader's
-latest log end offset and on whether the leader is alive, and the quorum's status on all its
-voters. Keyed by (cluster, topic, partition), one processor call sees all of that in its own
-state, with no second stateful stage and no join between replica and quorum state; a quorum
-has a handful of replicas, so the state stays small.
+Why one tracker per quorum: a replica's status depends on the leader's view and on whether the
+leader is alive, and the quorum's status on all its voters; keyed by (cluster, topic,
+partition), one processor call sees all of that in its own state.
+
+What a real quorum sends, and how each piece of evidence is judged:
+- **Time.** Every record is judged on the clock that stamped it (`clocks.py`). A replica's
+  fetch and caught-up times are the leader's stamps, and their ages are differences of the
+  leader's stamps; a node's own metrics are compared with its own earlier metrics; only the
+  question "is the leader still heard" is asked on the quorum's clock, which no single source
+  can drag forward. One node's clock ahead or behind changes no other replica's verdict.
+- **Epochs and leaders.** The current epoch comes from a leader claim confirmed by another voter
+  (a valid fetch it served, a follower naming it) or from a majority of voters reporting it; a
+  larger number alone (a candidate campaigning in ever higher epochs, one corrupt record) is an
+  election in progress or a rejected record, never the current epoch. Epochs that jump beyond
+  what elections could have produced are rejected (`rejected` rows, reason `implausible_epoch`).
+  A majority of voters reporting a lower epoch is a new incarnation (a re-formatted cluster).
+  The leader is alive while its own records arrive, or while followers that name it report a
+  high watermark that advances. Leader changes, not epoch bumps, make an election storm.
+- **Leaderless** needs no leader heard for `unreachable_after_ms`: a handover's gap is not one.
+- **Hysteresis once.** The quorum's status is built from the replicas' unheld statuses and then
+  held; the leader's own row is never held.
+- **Collector path.** A DescribeQuorum snapshot is the leader's own view (its row's timestamp is
+  its clock's now); a failed poll is evidence that no leader answered. A poller too slow for the
+  thresholds cannot vouch for a replica: `unknown`, never `unreachable`.
+- **Voter set** in force: the leader's (or a snapshot's) newest report; a change is an event.
 """
 from __future__ import annotations
 
 from typing import Any
 
+from . import clocks as C
 from . import statuses as S
 from . import windows as W
 from .config import HealthConfig
 
 REPLICA_WINDOW_STATE = {S.CAUGHT_UP: W.CAUGHT_UP, S.UNKNOWN: W.UNKNOWN}  # everything else: lagging
 REACHABLE = (S.CAUGHT_UP, S.LAGGING, S.STALLED)
-MAX_EPOCH_CHANGES_KEPT = 64
+CAMPAIGNING = ("candidate", "prospective")
+MAX_TIMES_KEPT = 64
+EPOCHS_KEPT = 8
+ZERO_DIRECTORY_ID = "AAAAAAAAAAAAAAAAAAAAAA"  # Kafka's zero UUID, base64url: directory id unknown
+COLLECTOR = "collector"
 
 
 def new_state(cluster_id: str, topic: str, partition: int) -> dict[str, Any]:
     return {
         "cluster_id": cluster_id, "topic": topic, "partition": int(partition),
-        "seq": 0, "started_ms": -1, "last_event_ms": -1, "last_input_proc_ms": -1, "last_eval_ms": -1,
-        "timer_ms": -1,
+        "seq": 0, "event_seq": 0,
+        "clock": C.new_clock(),
+        "started_ms": -1, "last_event_ms": -1, "last_input_proc_ms": -1, "last_eval_ms": -1, "timer_ms": -1,
+        "incarnation": 0,
         "epoch": -1, "epoch_first_ms": -1, "elections": 0, "epoch_changes": [],
-        "claims": {},             # str(epoch) -> {str(node): last claim ms}
-        "hinted_leader": -1,      # leader named by followers for the current epoch
-        "hw": -1, "hw_advanced_ms": -1, "leader_leo": -1, "leader_leo_ms": -1,
-        "voter_set": None,        # authoritative voter ids when a leader or snapshot told us
-        "replicas": {},           # str(id) -> replica dict
-        "status": None,           # quorum status entity (see _settle)
+        "leader": -1, "leader_alive_ms": -1, "leader_alive_allowance_ms": 0,
+        "leader_changes": 0, "leader_change_times": [],
+        "view": None,      # the current leader's view: node, epoch, stamp/q (its clock's now), since, via
+        "claims": {},      # str(epoch) -> {str(node): quorum ms of its last claim}
+        "support": {},     # str(epoch) -> {str(leader): {str(voter): quorum ms}}
+        "reports": {},     # str(node) -> [epoch, state, leader, quorum ms, high watermark]
+        "hw": -1, "hw_advanced_ms": -1, "leader_leo": -1,
+        "voter_set": None, "voter_set_changes": 0,
+        "poll": None,      # the collector's last poll: interval, ok_ms, failures, error, answered_by
+        "replicas": {},
+        "status": None,
     }
 
 
 def _new_replica(role: str) -> dict[str, Any]:
-    return {"role": role, "leo": -1, "fetch_leader_leo": -1, "last_fetch_ms": -1, "last_caught_up_ms": -1,
-            "first_fetch_ms": -1, "own_leo": -1, "diverged_from": -1, "seen_ms": -1, "windows": [],
+    # Fetch and caught-up times are the current leader's clock stamps (see `view`).
+    return {"role": role, "dir": None, "leo": -1, "fetch_leader_leo": -1, "last_fetch": -1, "last_caught_up": -1,
+            "first_fetch": -1, "own_leo": -1, "diverged_from": -1, "seen_ms": -1, "windows": [],
             "truncations": 0, "truncated_records": 0, "status": None}
 
 
@@ -50,116 +83,198 @@ class QuorumTracker:
     def __init__(self, cfg: HealthConfig, state: dict[str, Any]):
         self.cfg = cfg
         self.s = state
-        self.events: list[dict[str, Any]] = []  # transition/window/truncation/forget rows to emit
+        self.events: list[dict[str, Any]] = []  # event rows to emit with the next snapshot
+        self.window = cfg.unreachable_after_ms  # sources heard within this long move the clock
 
     # --- input ------------------------------------------------------------------------------
 
     def apply_all(self, records: list[dict[str, Any]]) -> None:
-        """Fold a batch of records in event-time order, evaluating at every tick of event time
-        on the way so that fast-forwarded time (a backlog, a synthetic run) still sees every
-        transition and every window, not only the state at the end of the batch."""
-        for rec in sorted(records, key=lambda r: r["time_ms"]):
-            t = int(rec["time_ms"])
-            last_eval = self.s["last_eval_ms"]
-            if last_eval >= 0 and t - last_eval >= self.cfg.tick_ms:
-                self.evaluate(last_eval + self.cfg.tick_ms * ((t - last_eval) // self.cfg.tick_ms),
-                              self.s["last_input_proc_ms"], silent=False, emit_snapshot=False)
-            self.apply(rec)
+        """Fold a batch of records in arrival order (Kafka offset when known: one quorum's
+        records share one partition), evaluating at every tick of the quorum's clock on the
+        way, so a backlog still sees every transition and every window. A tick is evaluated
+        before the record that crossed it is folded in, so it is judged on what came before."""
+        if records and all(r.get("_offset") is not None for r in records):
+            ordered = sorted(records, key=lambda r: (r.get("_kafka_partition") or 0, r["_offset"]))
+        else:
+            ordered = sorted(records, key=lambda r: r["time_ms"])
+        for rec in ordered:
+            observed = self._observe(rec)
+            if observed is None:
+                continue
+            last_eval, now = self.s["last_eval_ms"], self.s["clock"]["now"]
+            if last_eval >= 0 and now - last_eval >= self.cfg.tick_ms:
+                tick = last_eval + self.cfg.tick_ms * ((now - last_eval) // self.cfg.tick_ms)
+                self._evaluate(tick, self.s["last_input_proc_ms"], silent=False, emit_snapshot=False)
+            self._fold(rec, *observed)
 
     def apply(self, rec: dict[str, Any]) -> None:
-        t = int(rec["time_ms"])
+        observed = self._observe(rec)
+        if observed is not None:
+            self._fold(rec, *observed)
+
+    def _observe(self, rec: dict[str, Any]) -> tuple[int | None, int] | None:
+        """Move the quorum's clock with one record; returns (the stamp to trust, None for an
+        outlier; its quorum time), or None for a record refused."""
+        kind = rec["type"]
+        if kind != "quorum_poll_error" and self._implausible(rec):
+            return None
+        if kind in ("fetch", "metrics", "state_change"):
+            source = f"node-{rec['leader_id'] if kind == 'fetch' else rec['node_id']}"
+        else:
+            source = COLLECTOR
+        stamp = int(rec["time_ms"])
+        lead = f"node-{self.s['leader']}" if self.s["leader"] >= 0 else None
+        t, ahead = C.observe(self.s["clock"], source, stamp, self.window, lead)
+        # Further ahead of every other clock than any delay explains: this one stamp is wrong.
+        # Its content still counts, at the quorum's time, on its clock's own pace.
+        return (None if ahead > self.window else stamp), t
+
+    def _fold(self, rec: dict[str, Any], stamp: int | None, t: int) -> None:
+        kind = rec["type"]
         s = self.s
         if s["started_ms"] < 0:
             s["started_ms"] = t
         s["last_event_ms"] = max(s["last_event_ms"], t)
-        kind = rec["type"]
         if kind == "fetch":
-            self._apply_fetch(rec, t)
+            self._apply_fetch(rec, stamp, t)
         elif kind == "metrics":
-            self._apply_metrics(rec, t)
+            self._apply_metrics(rec, stamp, t)
         elif kind == "state_change":
             self._apply_state_change(rec, t)
         elif kind == "quorum_snapshot":
             self._apply_snapshot(rec, t)
+        elif kind == "quorum_poll_error":
+            self._apply_poll_error(rec, t)
 
-    def _apply_fetch(self, rec: dict[str, Any], t: int) -> None:
-        epoch, leader = int(rec["leader_epoch"]), int(rec["leader_id"])
-        self._note_epoch(epoch, t)
+    def _implausible(self, rec: dict[str, Any]) -> bool:
+        """An epoch further ahead than elections could have carried the quorum since its
+        current epoch began (at most one bump per election timeout, doubled, plus a margin)."""
+        epoch = int(rec["epoch"] if rec["type"] in ("metrics", "state_change") else rec["leader_epoch"])
+        s = self.s
+        if s["epoch"] < 0:
+            return False
+        elapsed = max(0, s["clock"]["now"] - s["epoch_first_ms"])
+        bound = s["epoch"] + self.cfg.max_epoch_jump + 2 * elapsed // self.cfg.election_timeout_ms
+        if epoch <= bound:
+            return False
+        node = rec.get("node_id", rec.get("leader_id"))
+        self._event("rejected", replica_id=None, status="implausible_epoch", now_ms=s["clock"]["now"],
+                    reason=f"{rec['type']} from node {node} claims epoch {epoch}, current {s['epoch']} "
+                           f"(at most {bound} reachable since)")
+        return True
+
+    def _apply_fetch(self, rec: dict[str, Any], stamp: int, t: int) -> None:
+        epoch, leader, rid = int(rec["leader_epoch"]), int(rec["leader_id"]), int(rec["replica_id"])
         if rec["outcome"] == "not_leader":
             return  # the emitter answered as a non-leader: no claim, no KIP-836 update
         self._claim(leader, epoch, t)
-        if epoch < self.s["epoch"]:
-            return  # a zombie's view of the replica must not overwrite the current leader's
+        if rec["outcome"] == "valid" and rid != leader and rec["replica_role"] == "voter":
+            self._support(leader, epoch, rid, t)
+        self._settle_epoch(epoch, t)
+        if epoch != self.s["epoch"] or leader != self.s["leader"]:
+            return  # a zombie's or a rival's view must not overwrite the current leader's
+        stamp = self._leader_clock(leader, epoch, stamp, t, via="node")
+        self._leader_alive(t, 0)
         self._leader_progress(int(rec["leader_log_end_offset"]), int(rec["high_watermark"]), t)
-        r = self._replica(int(rec["replica_id"]), rec["replica_role"])
+        r = self._replica(rid, rec["replica_role"])
         r["seen_ms"] = max(r["seen_ms"], t)
         if rec["outcome"] == "diverging":
             # the leader told it to cut its log back; its next valid fetch says to where
-            r["diverged_from"] = max(r.get("diverged_from", -1), int(rec["fetch_offset"]))
+            r["diverged_from"] = max(r["diverged_from"], int(rec["fetch_offset"]))
         if rec["outcome"] != "valid":
             return
-        self._truncation_after_divergence(int(rec["replica_id"]), r, int(rec["fetch_offset"]), t)
-        # KIP-836, in the leader's order (facts file): caught up if the fetch reached the
-        # leader's end, or reached what the leader's end was at the previous fetch.
         fetch_offset, leader_leo = int(rec["fetch_offset"]), int(rec["leader_log_end_offset"])
+        self._truncation_after_divergence(rid, r, fetch_offset, t)
+        # KIP-836, in the leader's order (facts file), on the leader's own clock: caught up if the
+        # fetch reached the leader's end, or reached what the end was at the previous fetch.
         if fetch_offset >= leader_leo:
-            r["last_caught_up_ms"] = max(r["last_caught_up_ms"], t)
+            r["last_caught_up"] = max(r["last_caught_up"], stamp)
         elif r["fetch_leader_leo"] > 0 and fetch_offset >= r["fetch_leader_leo"]:
-            r["last_caught_up_ms"] = max(r["last_caught_up_ms"], r["last_fetch_ms"])
+            r["last_caught_up"] = max(r["last_caught_up"], r["last_fetch"])
         r["fetch_leader_leo"] = leader_leo
-        r["last_fetch_ms"] = max(r["last_fetch_ms"], t)
-        if r["first_fetch_ms"] < 0:
-            r["first_fetch_ms"] = t
+        r["last_fetch"] = max(r["last_fetch"], stamp)
+        if r["first_fetch"] < 0:
+            r["first_fetch"] = stamp
         r["leo"] = fetch_offset
 
-    def _apply_metrics(self, rec: dict[str, Any], t: int) -> None:
-        node, epoch = int(rec["node_id"]), int(rec["epoch"])
-        self._note_epoch(epoch, t)
+    def _apply_metrics(self, rec: dict[str, Any], stamp: int, t: int) -> None:
+        node, epoch, leader = int(rec["node_id"]), int(rec["epoch"]), int(rec["leader_id"])
+        state, hw = rec["state"], int(rec["high_watermark"])
         voter_set = rec.get("voter_set")
-        role = "observer" if rec["state"] == "observer" else "voter"
-        if voter_set is not None and len(voter_set) > 0 and node not in {int(v) for v in voter_set}:
-            role = "observer"
+        self._report(node, epoch, state, leader, t, hw)
+        role = "observer" if state == "observer" else "voter"
+        if voter_set:
+            role = "voter" if node in {int(v) for v in voter_set} else "observer"
         r = self._replica(node, role)
         r["seen_ms"] = max(r["seen_ms"], t)
         self._own_log_end(node, r, int(rec["log_end_offset"]), t)
-        if rec["state"] == "leader":
+        if state == "leader":
             self._claim(node, epoch, t)
-            if epoch == self.s["epoch"]:
-                self._leader_progress(int(rec["log_end_offset"]), int(rec["high_watermark"]), t)
-                if voter_set is not None and len(voter_set) > 0:
-                    self.s["voter_set"] = sorted({int(v) for v in voter_set})
-                # The leader reports itself caught up now (KIP-836 as implemented).
-                r["leo"] = int(rec["log_end_offset"])
-                r["last_fetch_ms"] = max(r["last_fetch_ms"], t)
-                r["last_caught_up_ms"] = max(r["last_caught_up_ms"], t)
-        elif epoch == self.s["epoch"] and int(rec["leader_id"]) >= 0:
-            self.s["hinted_leader"] = int(rec["leader_id"])
+        elif leader >= 0 and role == "voter" and state in ("follower", "voted", "unattached"):
+            self._support(leader, epoch, node, t)
+        self._settle_epoch(epoch, t)
+        s = self.s
+        if voter_set and (state == "leader" and epoch == s["epoch"] or s["voter_set"] is None):
+            self._set_voters(sorted({int(v) for v in voter_set}), t, f"node {node}'s metrics")
+        if epoch != s["epoch"]:
+            return
+        if state == "leader" and node == s["leader"]:
+            self._leader_clock(node, epoch, stamp, t, via="node")
+            self._leader_alive(t, 0)
+            self._leader_progress(int(rec["log_end_offset"]), hw, t)
+            r["leo"] = int(rec["log_end_offset"])
+        elif leader >= 0 and leader == s["leader"] and self._hw_advanced_by(node, hw):
+            # A follower naming the leader whose high watermark moved: the leader commits, so it
+            # is alive, even if its own records do not reach us (its publisher is down).
+            self._leader_alive(t, 0)
+            self._leader_progress(-1, hw, t)
 
     def _apply_state_change(self, rec: dict[str, Any], t: int) -> None:
-        node, epoch = int(rec["node_id"]), int(rec["epoch"])
-        self._note_epoch(epoch, t)
+        node, epoch, leader = int(rec["node_id"]), int(rec["epoch"]), int(rec["leader_id"])
+        self._report(node, epoch, rec["to_state"], leader, t, None)
         if rec["to_state"] == "leader":
             self._claim(node, epoch, t)
         else:
             # A node that steps down stops claiming at once (no need to wait for its claim to age).
-            self.s["claims"].get(str(epoch), {}).pop(str(node), None)
-            if epoch == self.s["epoch"] and int(rec["leader_id"]) >= 0:
-                self.s["hinted_leader"] = int(rec["leader_id"])
+            for claims in self.s["claims"].values():
+                claims.pop(str(node), None)
+            if leader >= 0 and leader != node and rec["to_state"] in ("follower", "voted", "unattached"):
+                self._support(leader, epoch, node, t)
+        self._settle_epoch(epoch, t)
 
     def _apply_snapshot(self, rec: dict[str, Any], t: int) -> None:
+        """DescribeQuorum as answered by the leader: its row's last fetch time is its clock's now."""
+        s = self.s
         epoch, leader = int(rec["leader_epoch"]), int(rec["leader_id"])
-        self._note_epoch(epoch, t)
+        interval = int(rec.get("poll_interval_ms") or -1)
+        voters = list(rec.get("voters") or [])
+        observers = list(rec.get("observers") or [])
+        s["poll"] = {"interval": interval, "ok_ms": t, "failures": 0, "error": None,
+                     "answered_by": int(rec.get("answered_by") or -1)}
+        leader_row = next((v for v in voters if int(v["replica_id"]) == leader), None)
+        leader_now = int(leader_row["last_fetch_timestamp_ms"]) if leader_row is not None else -1
+        if leader_now < 0:
+            leader_now = max([int(v["last_fetch_timestamp_ms"]) for v in voters + observers] + [-1])
         if leader >= 0:
+            self._report(leader, epoch, "leader", leader, t, int(rec["high_watermark"]))
             self._claim(leader, epoch, t)
-        if epoch < self.s["epoch"]:
+            for v in voters:
+                rid, fetched = int(v["replica_id"]), int(v["last_fetch_timestamp_ms"])
+                if rid != leader and fetched >= 0 and leader_now - fetched <= self.cfg.unreachable_after_ms:
+                    self._support(leader, epoch, rid, t)
+                    self._report(rid, epoch, "follower", leader, t, None)
+        self._set_voters(sorted(int(v["replica_id"]) for v in voters), t, "a DescribeQuorum snapshot")
+        self._settle_epoch(epoch, t)
+        if leader < 0 or epoch != s["epoch"] or leader != s["leader"] or leader_now < 0:
             return
-        voters = [] if rec.get("voters") is None else list(rec["voters"])
-        observers = [] if rec.get("observers") is None else list(rec["observers"])
-        self.s["voter_set"] = sorted(int(v["replica_id"]) for v in voters)
+        allowance = max(interval, 0)
+        stamp = self._leader_clock(leader, epoch, leader_now, t, via="poll")
+        self._leader_alive(t, allowance)
         for role, group in (("voter", voters), ("observer", observers)):
             for v in group:
                 rid = int(v["replica_id"])
                 r = self._replica(rid, role)
+                self._same_directory(rid, r, v.get("directory_id"), t)
                 r["role"] = role
                 leo = int(v["log_end_offset"])
                 if leo >= 0:
@@ -167,16 +282,198 @@ class QuorumTracker:
                     r["leo"] = leo
                     if rid == leader:
                         self._leader_progress(leo, int(rec["high_watermark"]), t)
-                fetch_ms = int(v["last_fetch_timestamp_ms"])
-                r["last_fetch_ms"] = max(r["last_fetch_ms"], fetch_ms)
-                if fetch_ms >= 0 and r["first_fetch_ms"] < 0:
-                    r["first_fetch_ms"] = fetch_ms
-                r["last_caught_up_ms"] = max(r["last_caught_up_ms"], int(v["last_caught_up_timestamp_ms"]))
-                r["seen_ms"] = max(r["seen_ms"], fetch_ms)  # listed is not heard from: its fetch is
-        if leader < 0 and int(rec["high_watermark"]) > self.s["hw"]:
-            self._leader_progress(-1, int(rec["high_watermark"]), t)
+                fetched = int(v["last_fetch_timestamp_ms"])
+                if fetched >= 0:
+                    # the leader's stamps, capped at its now (the leader's clock caps itself)
+                    r["last_fetch"] = max(r["last_fetch"], min(fetched, stamp))
+                    if r["first_fetch"] < 0:
+                        r["first_fetch"] = r["last_fetch"]
+                    r["seen_ms"] = max(r["seen_ms"], t - (stamp - r["last_fetch"]))
+                caught = int(v["last_caught_up_timestamp_ms"])
+                if caught >= 0:
+                    r["last_caught_up"] = max(r["last_caught_up"], min(caught, stamp))
 
-    # --- input helpers -------------------------------------------------------------------------
+    def _apply_poll_error(self, rec: dict[str, Any], t: int) -> None:
+        """A DescribeQuorum that failed: no leader answered. Evidence, not silence."""
+        poll = self.s["poll"] or {"interval": -1, "ok_ms": -1, "failures": 0, "error": None, "answered_by": -1}
+        poll.update({"interval": int(rec.get("poll_interval_ms") or -1), "failures": poll["failures"] + 1,
+                     "error": str(rec.get("error") or rec.get("error_code")),
+                     "answered_by": int(rec.get("answered_by") if rec.get("answered_by") is not None else -1)})
+        self.s["poll"] = poll
+
+    # --- evidence about leaders and epochs -------------------------------------------------------
+
+    def _report(self, node: int, epoch: int, state: str, leader: int, t: int, hw: int | None) -> None:
+        prev = self.s["reports"].get(str(node))
+        if hw is None and prev is not None:
+            hw = prev[4]
+        self.s["reports"][str(node)] = [epoch, state, leader, t, -1 if hw is None else hw,
+                                        prev[4] if prev is not None else -1]
+
+    def _hw_advanced_by(self, node: int, hw: int) -> bool:
+        report = self.s["reports"].get(str(node))
+        return report is not None and 0 <= report[5] < hw
+
+    def _claim(self, node: int, epoch: int, t: int) -> None:
+        claims = self.s["claims"].setdefault(str(epoch), {})
+        claims[str(node)] = max(claims.get(str(node), -1), t)
+
+    def _support(self, leader: int, epoch: int, voter: int, t: int) -> None:
+        by_leader = self.s["support"].setdefault(str(epoch), {}).setdefault(str(leader), {})
+        by_leader[str(voter)] = max(by_leader.get(str(voter), -1), t)
+
+    def _confirmed_leader(self, epoch: int) -> int:
+        """The node whose claim of `epoch` another voter backs (or the only voter), else -1."""
+        voters = self.s["voter_set"]
+        for node in sorted(self.s["claims"].get(str(epoch), {}), key=int):
+            backers = set(self.s["support"].get(str(epoch), {}).get(node, {})) - {node}
+            if voters is not None:
+                backers &= {str(v) for v in voters}
+            if backers or voters == [int(node)]:
+                return int(node)
+        return -1
+
+    def _majority_epoch(self) -> int:
+        """The highest epoch a majority of the voters has reached, by their latest reports."""
+        voters = self.s["voter_set"]
+        if not voters:
+            return -1
+        epochs = sorted((self.s["reports"][str(v)][0] for v in voters if str(v) in self.s["reports"]), reverse=True)
+        need = len(voters) // 2 + 1
+        return epochs[need - 1] if len(epochs) >= need else -1
+
+    def _settle_epoch(self, epoch: int, t: int) -> None:
+        """Adopt `epoch` (or the majority's) when the evidence confirms it; notice a new
+        incarnation; learn the current epoch's leader once its claim is confirmed."""
+        s = self.s
+        self._new_incarnation(t)
+        majority = self._majority_epoch()
+        for candidate in sorted({epoch, majority}, reverse=True):
+            if candidate <= s["epoch"]:
+                break
+            leader = self._confirmed_leader(candidate)
+            if leader >= 0 or candidate <= majority:
+                self._adopt(candidate, t)
+                break
+        if s["leader"] < 0 and s["epoch"] >= 0:
+            leader = self._confirmed_leader(s["epoch"])
+            if leader >= 0:
+                self._new_leader(leader, t)
+
+    def _adopt(self, epoch: int, t: int) -> None:
+        s = self.s
+        if s["epoch"] >= 0:
+            s["elections"] += epoch - s["epoch"]
+            s["epoch_changes"] = (s["epoch_changes"] + [t])[-MAX_TIMES_KEPT:]
+        s["epoch"], s["epoch_first_ms"], s["leader"] = epoch, t, -1
+        for e in [e for e in s["claims"] if int(e) < epoch - EPOCHS_KEPT]:
+            del s["claims"][e]
+        for e in [e for e in s["support"] if int(e) < epoch]:
+            del s["support"][e]
+
+    def _new_leader(self, leader: int, t: int) -> None:
+        """The current epoch's leader is known. Counted as a leader change unless it is the first
+        leader this monitor sees (a failover with split votes is one change, whatever the epochs)."""
+        s = self.s
+        if s["view"] is not None:
+            s["leader_changes"] += 1
+            s["leader_change_times"] = (s["leader_change_times"] + [t])[-MAX_TIMES_KEPT:]
+        s["leader"], s["leader_leo"] = leader, -1
+
+    def _new_incarnation(self, t: int) -> None:
+        """Honest nodes never go back in epoch: a majority of voters reporting a lower epoch than
+        the current one, after it began, is the cluster formatted anew under the same id."""
+        s = self.s
+        voters = s["voter_set"]
+        if not voters or s["epoch"] < 0:
+            return
+        lower = [v for v in voters if str(v) in s["reports"]
+                 and s["reports"][str(v)][0] < s["epoch"] and s["reports"][str(v)][3] >= s["epoch_first_ms"]]
+        if len(lower) <= len(voters) // 2:
+            return
+        old_epoch, old_hw, incarnation = s["epoch"], s["hw"], s["incarnation"]
+        keep = {k: s[k] for k in ("cluster_id", "topic", "partition", "seq", "event_seq", "clock", "started_ms",
+                                  "last_event_ms", "last_input_proc_ms", "last_eval_ms", "timer_ms", "status",
+                                  "voter_set", "reports", "poll")}
+        fresh = new_state(s["cluster_id"], s["topic"], s["partition"])
+        s.clear()
+        s.update(fresh)
+        s.update(keep)
+        s["incarnation"] = incarnation + 1
+        s["reports"] = {n: r for n, r in s["reports"].items() if r[0] < old_epoch}
+        self._event("incarnation", replica_id=None, now_ms=t, status=None,
+                    reason=f"voters {sorted(lower)} went back from epoch {old_epoch} (high watermark "
+                           f"{old_hw}): a new incarnation of the cluster")
+
+    def _leader_clock(self, leader: int, epoch: int, stamp: int | None, t: int, via: str) -> int:
+        """Advance the current leader's view with one of its stamps; return the stamp to use (an
+        outlier stamp, None, stands in as the view's clock moved on by the quorum time elapsed).
+        `offset` maps the leader's stamps to quorum time: its source's offset in the clock for
+        its own records, the snapshot's (leader now - collector time) for a poll."""
+        s = self.s
+        view = s["view"]
+        if view is None or view["node"] != leader or view["epoch"] != epoch:
+            previous = self._view_with_q(view)
+            if stamp is None:
+                stamp = t
+            view = s["view"] = {"node": leader, "epoch": epoch, "stamp": stamp, "since": stamp, "via": via,
+                                "offset": stamp - t}
+            self._rebase_replicas(previous, self._view_with_q(view))
+            return stamp
+        if stamp is None:
+            stamp = view["stamp"] + max(0, t - self._view_q(view))
+        view["stamp"] = max(view["stamp"], stamp)
+        view["via"] = via
+        view["offset"] = view["stamp"] - t if via == "poll" else view["offset"]
+        return stamp
+
+    def _view_q(self, view: dict[str, Any]) -> int:
+        """Quorum time of the leader view's latest stamp (its clock's now)."""
+        offset = view["offset"]
+        if view["via"] == "node":
+            entry = self.s["clock"]["sources"].get(f"node-{view['node']}")
+            offset = entry[0] if entry is not None else offset
+        return min(view["stamp"] - offset, self.s["clock"]["now"])
+
+    def _view_with_q(self, view: dict[str, Any] | None) -> dict[str, Any] | None:
+        return None if view is None else {**view, "q": self._view_q(view)}
+
+    def _rebase_replicas(self, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
+        """Carry each replica's leader-clock times over to the new leader's clock (through the
+        quorum's clock), so a replica stalled before a failover is still stalled after it; the
+        KIP-836 offsets start afresh, as the new leader's do."""
+        for r in self.s["replicas"].values():
+            r["fetch_leader_leo"] = -1
+            for key in ("last_fetch", "last_caught_up", "first_fetch"):
+                if r[key] < 0 or old is None:
+                    r[key] = -1
+                    continue
+                q = old["q"] - (old["stamp"] - r[key])
+                r[key] = new["stamp"] - (new["q"] - q)
+
+    def _leader_alive(self, t: int, allowance_ms: int) -> None:
+        s = self.s
+        if t >= s["leader_alive_ms"]:
+            s["leader_alive_ms"], s["leader_alive_allowance_ms"] = t, allowance_ms
+
+    def _leader_progress(self, leader_leo: int, hw: int, t: int) -> None:
+        s = self.s
+        if leader_leo >= 0:
+            s["leader_leo"] = leader_leo
+        if hw > s["hw"]:
+            s["hw"], s["hw_advanced_ms"] = hw, t
+
+    def _set_voters(self, voters: list[int], t: int, source: str) -> None:
+        s = self.s
+        if not voters or voters == s["voter_set"]:
+            return
+        if s["voter_set"] is not None:
+            s["voter_set_changes"] += 1
+            self._event("voter_set", replica_id=None, now_ms=t, status=None,
+                        reason=f"voters {s['voter_set']} -> {voters} (from {source})")
+        s["voter_set"] = voters
+
+    # --- per-replica helpers ---------------------------------------------------------------------
 
     def _replica(self, rid: int, role: str) -> dict[str, Any]:
         reps = self.s["replicas"]
@@ -187,32 +484,18 @@ class QuorumTracker:
             r["role"] = role
         return r
 
-    def _note_epoch(self, epoch: int, t: int) -> None:
-        s = self.s
-        if epoch <= s["epoch"]:
+    def _same_directory(self, rid: int, r: dict[str, Any], directory: str | None, t: int) -> None:
+        """A replica is (id, directory id): a new directory under the same id is a replaced disk."""
+        if not directory or directory == ZERO_DIRECTORY_ID:
             return
-        if s["epoch"] >= 0:
-            changes = epoch - s["epoch"]
-            s["elections"] += changes
-            s["epoch_changes"].extend([t] * min(changes, MAX_EPOCH_CHANGES_KEPT))
-            del s["epoch_changes"][:-MAX_EPOCH_CHANGES_KEPT]
-        s["epoch"], s["epoch_first_ms"] = epoch, t
-        s["hinted_leader"], s["leader_leo"], s["leader_leo_ms"] = -1, -1, -1
-        for r in s["replicas"].values():
-            r["fetch_leader_leo"] = -1  # KIP-836 state is the leader's own: a new leader starts afresh
-        for e in [e for e in s["claims"] if int(e) < epoch - 8]:
-            del s["claims"][e]
-
-    def _claim(self, node: int, epoch: int, t: int) -> None:
-        claims = self.s["claims"].setdefault(str(epoch), {})
-        claims[str(node)] = max(claims.get(str(node), -1), t)
-
-    def _leader_progress(self, leader_leo: int, hw: int, t: int) -> None:
-        s = self.s
-        if leader_leo >= 0 and t >= s["leader_leo_ms"]:
-            s["leader_leo"], s["leader_leo_ms"] = leader_leo, t
-        if hw > s["hw"]:
-            s["hw"], s["hw_advanced_ms"] = hw, t
+        if r["dir"] is not None and r["dir"] != directory:
+            self._event("replaced", replica_id=rid, now_ms=t, status=None,
+                        reason=f"directory {r['dir']} -> {directory}: a new replica under id {rid}")
+            fresh = _new_replica(r["role"])
+            fresh["status"], fresh["windows"] = r["status"], r["windows"]
+            r.clear()
+            r.update(fresh)
+        r["dir"] = directory
 
     def _own_log_end(self, rid: int, r: dict[str, Any], leo: int, t: int) -> None:
         """A node's own log end offset going backwards is a truncation of its uncommitted tail."""
@@ -225,7 +508,7 @@ class QuorumTracker:
         usually truncates and catches up between two of its metrics records, so its own log end
         rarely shows going backwards; the leader's fetch records always do. Counted once: a
         decrease its metrics already showed is not counted again."""
-        diverged, r["diverged_from"] = r.get("diverged_from", -1), -1
+        diverged, r["diverged_from"] = r["diverged_from"], -1
         if 0 <= fetch_offset < diverged and (r["own_leo"] < 0 or r["own_leo"] > fetch_offset):
             self._truncated(rid, r, diverged, fetch_offset, t)
             r["own_leo"] = fetch_offset
@@ -234,31 +517,48 @@ class QuorumTracker:
         lost = from_leo - to_leo
         r["truncations"] += 1
         r["truncated_records"] += lost
-        self.events.append({"kind": "truncation", "replica_id": rid, "role": r["role"], "now_ms": t,
-                            "records_lost": lost, "log_end_offset": to_leo,
-                            "reason": f"log end offset {from_leo} -> {to_leo}"})
+        self._event("truncation", replica_id=rid, role=r["role"], now_ms=t, records_lost=lost,
+                    log_end_offset=to_leo, reason=f"log end offset {from_leo} -> {to_leo}")
+
+    def _event(self, kind: str, **fields: Any) -> None:
+        self.s["event_seq"] += 1
+        self.events.append({"kind": kind, "event_seq": self.s["event_seq"], **fields})
 
     # --- evaluation ------------------------------------------------------------------------------
 
-    def evaluate(self, now_ms: int, proc_ms: int, silent: bool, emit_snapshot: bool = True) -> list[dict[str, Any]]:
-        """Re-derive every status at `now_ms` (the quorum's clock) and return the rows to emit."""
+    def evaluate(self, proc_ms: int | None, silent: bool = False, emit_snapshot: bool = True,
+                 wall_ms: int | None = None) -> list[dict[str, Any]]:
+        """Re-derive every status now and return the rows to emit. `proc_ms` is the micro-batch's
+        processing time (stamped on the rows); `wall_ms` (default `proc_ms`) the job's wall clock:
+        with input, silence is counted from it; on a timer tick with no input (`silent`) the
+        quorum's clock moves on by the wall-clock time since. None: event time only (tests)."""
+        clock = self.s["clock"]
+        wall_ms = proc_ms if wall_ms is None else wall_ms
+        if wall_ms is not None:
+            if silent:
+                C.observe_processing(clock, wall_ms)
+            else:
+                C.anchor_processing(clock, wall_ms)
+        return self._evaluate(clock["now"], proc_ms, silent, emit_snapshot)
+
+    def _evaluate(self, now_ms: int, proc_ms: int | None, silent: bool, emit_snapshot: bool) -> list[dict[str, Any]]:
         cfg, s = self.cfg, self.s
+        if now_ms < 0:
+            return []
         if not silent:
-            # Event-time evaluations never go back. Extrapolated (silent) ones do not move this
-            # clock: if the "silence" was a delayed input, the late records are then judged at
-            # their own time, not at a clock that ran ahead while they were on their way.
-            now_ms = max(now_ms, s["last_eval_ms"])
-            s["last_eval_ms"] = now_ms
-        epoch = s["epoch"]
+            s["last_eval_ms"] = max(now_ms, s["last_eval_ms"])
+        C.forget_silent(s["clock"], cfg.observer_forget_ms)
+        epoch, leader = s["epoch"], s["leader"]
         current_claims = {int(n): ms for n, ms in s["claims"].get(str(epoch), {}).items()
                           if now_ms - ms <= cfg.leader_claim_window_ms}
-        leader = max(current_claims, key=current_claims.get) if current_claims else -1
-        leader_alive = leader >= 0 and now_ms - current_claims[leader] <= cfg.unreachable_after_ms
-        if not leader_alive:
-            leader = -1
+        allowance = cfg.unreachable_after_ms + s["leader_alive_allowance_ms"]
+        leader_alive = leader >= 0 and now_ms - s["leader_alive_ms"] <= allowance
+        leader_gone_for = now_ms - max(s["leader_alive_ms"], s["started_ms"])
         zombies = {int(n) for e, claims in s["claims"].items() if int(e) < epoch
                    for n, ms in claims.items()
                    if ms > s["epoch_first_ms"] and now_ms - ms <= cfg.leader_claim_window_ms} - set(current_claims)
+        candidate_epoch = max([r[0] for r in s["reports"].values() if r[1] in CAMPAIGNING and r[0] >= epoch]
+                              + [int(e) for e in s["claims"] if int(e) > epoch] + [-1])
 
         voter_set = s["voter_set"]
         if voter_set is not None:
@@ -267,42 +567,56 @@ class QuorumTracker:
             for rid, r in s["replicas"].items():
                 r["role"] = "voter" if int(rid) in voter_set else "observer"
 
+        view = self._view_with_q(s["view"]) if s["view"] is not None and s["view"]["node"] == leader else None
+        view_age = now_ms - view["q"] if view is not None else None
         rows: list[dict[str, Any]] = []
+        raw: dict[int, str] = {}
+        following: set[int] = set()
         for rid in sorted(s["replicas"], key=int):
             r = s["replicas"][rid]
-            if r["role"] == "observer" and now_ms - max(r["seen_ms"], r["last_fetch_ms"]) > cfg.observer_forget_ms:
+            if r["role"] == "observer" and now_ms - r["seen_ms"] > cfg.observer_forget_ms:
                 del s["replicas"][rid]
-                self.events.append({"kind": "forget", "replica_id": int(rid), "role": "observer", "now_ms": now_ms,
-                                    "reason": f"observer silent for {cfg.observer_forget_ms} ms"})
+                self._event("forget", replica_id=int(rid), role="observer", now_ms=now_ms,
+                            reason=f"observer silent for {cfg.observer_forget_ms} ms")
                 continue
-            status, reason = self._replica_candidate(int(rid), r, now_ms, leader, leader_alive)
-            self._settle(r, status, reason, now_ms, silent, "replica", int(rid))
+            status, reason = self._replica_candidate(int(rid), r, leader, leader_alive, view, view_age)
+            raw[int(rid)] = status
+            if status == S.UNKNOWN and leader_alive and self._follows(int(rid), leader, now_ms):
+                following.add(int(rid))
+            # The leader's own row is never held: it leads now, whatever it was a moment ago.
+            self._settle(r, status, reason, now_ms, silent, "replica", int(rid), hold=int(rid) != leader)
             closed = W.extend(r["windows"], now_ms, REPLICA_WINDOW_STATE.get(r["status"]["status"], W.LAGGING),
                               cfg.caught_up_horizon_ms, cfg.max_windows_per_replica)
             if closed is not None:
-                self.events.append({"kind": "window", "replica_id": int(rid), "role": r["role"], "now_ms": now_ms,
-                                    "status": closed[2], "window_start_ms": closed[0], "window_end_ms": closed[1]})
+                self._event("window", replica_id=int(rid), role=r["role"], now_ms=now_ms, status=closed[2],
+                            window_start_ms=closed[0], window_end_ms=closed[1])
             if emit_snapshot:
-                rows.append(self._replica_row(int(rid), r, now_ms, leader))
+                rows.append(self._replica_row(int(rid), r, now_ms, leader, view))
 
-        voters = [r for r in s["replicas"].values() if r["role"] == "voter"]
-        n_voters = len(voter_set) if voter_set is not None else len(voters)
-        caught_up = sum(1 for r in voters if r["status"]["status"] == S.CAUGHT_UP)
-        reachable = sum(1 for r in voters if r["status"]["status"] in REACHABLE)
-        # Unknown voters do not degrade the quorum: with a live leader, a voter that has not
-        # fetched becomes unreachable after the fetch timeout anyway; before that it is just new.
-        behind = sorted(int(rid) for rid, r in s["replicas"].items()
-                        if r["role"] == "voter" and r["status"]["status"] in (S.LAGGING, S.STALLED, S.UNREACHABLE))
+        voter_ids = [int(rid) for rid, r in s["replicas"].items() if r["role"] == "voter"]
+        n_voters = len(voter_set) if voter_set is not None else len(voter_ids)
+        caught_up = sum(1 for v in voter_ids if raw.get(v) == S.CAUGHT_UP)
+        reachable = sum(1 for v in voter_ids if raw.get(v) in REACHABLE or v in following)
+        behind = sorted(v for v in voter_ids if raw.get(v) in (S.LAGGING, S.STALLED, S.UNREACHABLE))
         majority = n_voters > 0 and reachable > n_voters // 2
-        changes_window = sum(1 for t in s["epoch_changes"] if now_ms - t <= cfg.storm_window_ms)
         s["epoch_changes"] = [t for t in s["epoch_changes"] if now_ms - t <= cfg.storm_window_ms]
+        s["leader_change_times"] = [t for t in s["leader_change_times"] if now_ms - t <= cfg.storm_window_ms]
+        leader_changes = len(s["leader_change_times"])
         hw_since = s["hw_advanced_ms"] if s["hw_advanced_ms"] >= 0 else s["started_ms"]
         hw_age = now_ms - hw_since if hw_since >= 0 else None
 
+        status, reason = None, ""
         if len(current_claims) >= 2:
             status, reason = S.SPLIT_BRAIN, f"nodes {sorted(current_claims)} claim epoch {epoch}"
         elif not leader_alive:
-            status, reason = S.LEADERLESS, f"no leader heard for epoch {epoch} within {cfg.unreachable_after_ms} ms"
+            detail = f"; election in progress (epoch {candidate_epoch})" if candidate_epoch > epoch else ""
+            if s["poll"] is not None and s["poll"]["failures"]:
+                detail += f"; DescribeQuorum failing ({s['poll']['error']}, {s['poll']['failures']} polls in a row)"
+            if leader_gone_for > cfg.unreachable_after_ms:
+                status, reason = S.LEADERLESS, f"no leader heard for epoch {epoch} for {leader_gone_for} ms{detail}"
+            elif s["status"] is not None:
+                # A handover or an election under way: not leaderless until the fetch timeout.
+                status, reason = s["status"]["status"], s["status"]["reason"]
         elif not majority:
             status, reason = S.NO_MAJORITY, f"{reachable} of {n_voters} voters reachable"
         elif hw_age is None or hw_age > cfg.hw_stall_after_ms:
@@ -311,23 +625,29 @@ class QuorumTracker:
             status, reason = S.DEGRADED, f"voters {behind} not caught up"
         elif zombies:
             status, reason = S.DEGRADED, f"zombie leaders {sorted(zombies)}"
-        elif changes_window >= cfg.storm_epoch_changes:
-            status, reason = S.DEGRADED, f"{changes_window} epoch changes within {cfg.storm_window_ms} ms"
+        elif leader_changes >= cfg.storm_leader_changes:
+            status, reason = S.DEGRADED, f"{leader_changes} leader changes within {cfg.storm_window_ms} ms"
         else:
             status, reason = S.HEALTHY, "all voters caught up"
-        holder = {"status": s["status"]}
-        self._settle(holder, status, reason, now_ms, silent, "quorum", None)
-        s["status"] = holder["status"]
+            if view_age is None or view_age > cfg.unreachable_after_ms:
+                reason = f"leader {leader} heard through its followers (its own records do not arrive)"
+        if status is not None:
+            holder = {"status": s["status"]}
+            self._settle(holder, status, reason, now_ms, silent, "quorum", None, hold=True)
+            s["status"] = holder["status"]
 
-        if emit_snapshot:
+        if emit_snapshot and s["status"] is not None:
             s["seq"] += 1
             rows.append({
                 "kind": "quorum", "now_ms": now_ms, "status": s["status"]["status"], "reason": s["status"]["reason"],
-                "leader_id": leader, "leader_epoch": epoch, "high_watermark": s["hw"], "hw_age_ms": hw_age,
-                "leader_log_end_offset": s["leader_leo"], "voters": n_voters, "voters_caught_up": caught_up,
-                "voters_reachable": reachable, "majority_reachable": majority, "elections_total": s["elections"],
-                "epoch_changes_window": changes_window, "leaders_claimed": len(current_claims),
-                "zombie_leaders": len(zombies)})
+                "leader_id": leader if leader_alive else -1, "leader_epoch": epoch, "high_watermark": s["hw"],
+                "hw_age_ms": hw_age, "leader_log_end_offset": s["leader_leo"], "voters": n_voters,
+                "voters_caught_up": caught_up, "voters_reachable": reachable, "majority_reachable": majority,
+                "elections_total": s["elections"], "epoch_changes_window": len(s["epoch_changes"]),
+                "leader_changes_total": s["leader_changes"], "leader_changes_window": leader_changes,
+                "candidate_epoch": candidate_epoch, "incarnation": s["incarnation"],
+                "voter_ids": ",".join(map(str, voter_set or [])),
+                "leaders_claimed": len(current_claims), "zombie_leaders": len(zombies)})
         out = self.events + rows if emit_snapshot else []
         if emit_snapshot:
             self.events = []
@@ -337,30 +657,42 @@ class QuorumTracker:
                         "silent": silent})
         return out
 
-    def _replica_candidate(self, rid: int, r: dict[str, Any], now_ms: int, leader: int,
-                           leader_alive: bool) -> tuple[str, str]:
+    def _follows(self, rid: int, leader: int, now_ms: int) -> bool:
+        """The replica's own latest report names the live leader, recently."""
+        report = self.s["reports"].get(str(rid))
+        return report is not None and report[2] == leader and report[0] == self.s["epoch"] \
+            and now_ms - report[3] <= self.cfg.unreachable_after_ms
+
+    def _replica_candidate(self, rid: int, r: dict[str, Any], leader: int, leader_alive: bool,
+                           view: dict[str, Any] | None, view_age: int | None) -> tuple[str, str]:
         cfg, s = self.cfg, self.s
-        if rid == leader:
+        if rid == leader and leader_alive:
             return S.CAUGHT_UP, "leader"
         if not leader_alive:
             return S.UNKNOWN, "no live leader to judge against"
-        # Silence counts from the last fetch, or from when this leader took over (or the
-        # monitor started) for a replica that never fetched from it.
-        silent_since = max(r["last_fetch_ms"], s["epoch_first_ms"], s["started_ms"])
-        if now_ms - silent_since > cfg.unreachable_after_ms:
-            return S.UNREACHABLE, f"no valid fetch for {now_ms - silent_since} ms"
-        if r["last_fetch_ms"] < 0:
+        if view is None or view_age > cfg.unreachable_after_ms + s["leader_alive_allowance_ms"]:
+            return S.UNKNOWN, f"the leader's view of its replicas has not arrived for {view_age} ms"
+        poll = s["poll"]
+        if view["via"] == "poll" and poll is not None and poll["interval"] > 0 \
+                and 2 * poll["interval"] > cfg.unreachable_after_ms:
+            return S.UNKNOWN, (f"polled every {poll['interval']} ms: too slow to vouch for it within "
+                               f"{cfg.unreachable_after_ms} ms (poll every {cfg.unreachable_after_ms // 2} ms or less)")
+        now = view["stamp"]  # the leader's clock
+        silent_since = max(r["last_fetch"], view["since"])
+        if now - silent_since > cfg.unreachable_after_ms:
+            return S.UNREACHABLE, f"no valid fetch for {now - silent_since} ms"
+        if r["last_fetch"] < 0:
             return S.UNKNOWN, "no valid fetch seen yet"
-        lcu = r["last_caught_up_ms"]
-        if lcu >= 0 and now_ms - lcu <= cfg.lagging_after_ms:
+        lcu = r["last_caught_up"]
+        if lcu >= 0 and now - lcu <= cfg.lagging_after_ms:
             return S.CAUGHT_UP, "caught up"
-        behind_since = lcu if lcu >= 0 else r["first_fetch_ms"]
-        if now_ms - behind_since > cfg.stall_after_ms:
-            return S.STALLED, f"fetching but not caught up for {now_ms - behind_since} ms"
-        return S.LAGGING, f"not caught up for {now_ms - behind_since} ms"
+        behind_since = lcu if lcu >= 0 else r["first_fetch"]
+        if now - behind_since > cfg.stall_after_ms:
+            return S.STALLED, f"fetching but not caught up for {now - behind_since} ms"
+        return S.LAGGING, f"not caught up for {now - behind_since} ms"
 
     def _settle(self, holder: dict[str, Any], candidate: str, reason: str, now_ms: int, silent: bool,
-                kind: str, rid: int | None) -> None:
+                kind: str, rid: int | None, hold: bool) -> None:
         """Apply hysteresis: worse statuses apply at once, better ones after recovery_hold_ms.
         A status entered while the quorum was silent is no evidence, so it clears at once."""
         cur = holder["status"]
@@ -371,29 +703,36 @@ class QuorumTracker:
         if candidate == cur["status"]:
             cur["reason"], cur["pending_since"] = reason, -1
             return
-        hold = self.cfg.recovery_hold_ms
-        if hold > 0 and not cur["silent"] and S.is_improvement(kind, cur["status"], candidate):
+        hold_ms = self.cfg.recovery_hold_ms if hold else 0
+        if hold_ms > 0 and not cur["silent"] and S.is_improvement(kind, cur["status"], candidate):
             if cur["pending_since"] < 0:
                 cur["pending_since"] = now_ms
-            if now_ms - cur["pending_since"] < hold:
+            if now_ms - cur["pending_since"] < hold_ms:
                 return
         previous = cur["status"]
         holder["status"] = {"status": candidate, "since": now_ms, "reason": reason, "silent": silent,
                             "pending_since": -1}
-        event = {"kind": "transition", "now_ms": now_ms, "status": candidate, "previous_status": previous,
-                 "reason": reason}
+        fields: dict[str, Any] = {"replica_id": rid}
         if rid is not None:
-            event.update({"replica_id": rid, "role": holder["role"]})
-        self.events.append(event)
+            fields["role"] = holder["role"]
+        self._event("transition", now_ms=now_ms, status=candidate, previous_status=previous, reason=reason, **fields)
 
-    def _replica_row(self, rid: int, r: dict[str, Any], now_ms: int, leader: int) -> dict[str, Any]:
+    def _replica_row(self, rid: int, r: dict[str, Any], now_ms: int, leader: int,
+                     view: dict[str, Any] | None) -> dict[str, Any]:
         leader_leo = self.s["leader_leo"]
-        lcu, lf = r["last_caught_up_ms"], r["last_fetch_ms"]
-        if rid == leader:  # the leader reports itself fetched and caught up now (KIP-836)
-            lag_records, lag_ms, lf = 0, 0, now_ms
+
+        def quorum_time(stamp: int) -> int:
+            if stamp < 0 or view is None:
+                return -1
+            return min(now_ms, view["q"] - (view["stamp"] - stamp))
+
+        if rid == leader and r["status"]["status"] == S.CAUGHT_UP:
+            lag_records, lag_ms, lf, lcu = 0, 0, now_ms, now_ms
         else:
+            lf, lcu = quorum_time(r["last_fetch"]), quorum_time(r["last_caught_up"])
             lag_records = max(0, leader_leo - r["leo"]) if leader_leo >= 0 and r["leo"] >= 0 else None
-            lag_ms = max(0, now_ms - lcu) if lcu >= 0 else None
+            lag_ms = max(0, view["stamp"] - r["last_caught_up"]) + max(0, now_ms - view["q"]) \
+                if view is not None and r["last_caught_up"] >= 0 else None
         return {
             "kind": "replica", "replica_id": rid, "role": r["role"], "now_ms": now_ms,
             "status": r["status"]["status"], "reason": r["status"]["reason"],

@@ -238,6 +238,6 @@ def test_quorum_faults_flagged_and_cleared(spark, broker, topic_factory, tmp_pat
     seen = next(e for e in writer.seen_events if e["kind"] == "truncation" and e["cluster_id"] == "cluster-0")
     assert seen["records_lost"] == truncation.detail["records_lost"]
     storm_elections = [e for e in timeline if e.kind == "election" and e.cluster_id == "cluster-2"]
-    assert views["cluster-2"]["elections_total"] >= len(storm_elections) >= cfg.health.storm_epoch_changes
+    assert views["cluster-2"]["elections_total"] >= len(storm_elections) >= cfg.health.storm_leader_changes
     assert quorum_transitions(writer, "cluster-2", "degraded"), "the storm degrades the quorum"
     assert views["cluster-0"]["leader_id"] == election.replica_id

@@ -15,14 +15,16 @@ class ScriptedQuorum:
         self.script = QuorumScript(cluster=cluster, observers=observers)
         self.state = new_state(cluster, TOPIC, 0)
         self.cfg = HealthConfig()
+        self.wall_ms = 0  # the job's wall clock: moves with the script, so silence can be felt
 
     def rows(self, ms: int = 1000, proc_ms: int = 1000, silent: bool = False) -> list[dict[str, Any]]:
         tracker = QuorumTracker(self.cfg, self.state)
+        self.wall_ms += ms
         if silent:
-            return tracker.evaluate(self.state["last_event_ms"] + ms, proc_ms, silent=True)
+            return tracker.evaluate(proc_ms, silent=True, wall_ms=self.wall_ms)
         tracker.apply_all(self.script.run(ms))
         self.state["last_input_proc_ms"] = proc_ms
-        return tracker.evaluate(self.state["last_event_ms"], proc_ms, silent=False)
+        return tracker.evaluate(proc_ms, silent=False, wall_ms=self.wall_ms)
 
 
 def flagged_cluster(cluster: str = "c1", proc_ms: int = 1000) -> tuple[ScriptedQuorum, list[dict[str, Any]]]:
