@@ -300,6 +300,8 @@ class QuorumTracker:
                      "error": str(rec.get("error") or rec.get("error_code")),
                      "answered_by": int(rec.get("answered_by") if rec.get("answered_by") is not None else -1)})
         self.s["poll"] = poll
+        # No leader answered at t: the allowance for the gap between polls is spent.
+        self.s["leader_alive_allowance_ms"] = 0
 
     # --- evidence about leaders and epochs -------------------------------------------------------
 
@@ -382,11 +384,12 @@ class QuorumTracker:
 
     def _new_incarnation(self, t: int) -> None:
         """Honest nodes never go back in epoch: a majority of voters reporting a lower epoch than
-        the current one, after it began, is the cluster formatted anew under the same id."""
+        the current one, after it began, while its leader is no longer heard, is the cluster
+        formatted anew under the same id."""
         s = self.s
         voters = s["voter_set"]
-        if not voters or s["epoch"] < 0:
-            return
+        if not voters or s["epoch"] < 0 or t - s["leader_alive_ms"] <= self.cfg.leader_claim_window_ms:
+            return  # the current epoch's leader still heard: no new incarnation
         lower = [v for v in voters if str(v) in s["reports"]
                  and s["reports"][str(v)][0] < s["epoch"] and s["reports"][str(v)][3] >= s["epoch_first_ms"]]
         if len(lower) <= len(voters) // 2:
@@ -619,7 +622,7 @@ class QuorumTracker:
                 status, reason = s["status"]["status"], s["status"]["reason"]
         elif not majority:
             status, reason = S.NO_MAJORITY, f"{reachable} of {n_voters} voters reachable"
-        elif hw_age is None or hw_age > cfg.hw_stall_after_ms:
+        elif hw_age is None or hw_age > cfg.hw_stall_after_ms + s["leader_alive_allowance_ms"]:
             status, reason = S.STALLED_QUORUM, f"high watermark {s['hw']} not advanced for {hw_age} ms"
         elif behind:
             status, reason = S.DEGRADED, f"voters {behind} not caught up"
@@ -658,10 +661,10 @@ class QuorumTracker:
         return out
 
     def _follows(self, rid: int, leader: int, now_ms: int) -> bool:
-        """The replica's own latest report names the live leader, recently."""
+        """The replica's own latest report (or the last poll) names the live leader, recently."""
         report = self.s["reports"].get(str(rid))
         return report is not None and report[2] == leader and report[0] == self.s["epoch"] \
-            and now_ms - report[3] <= self.cfg.unreachable_after_ms
+            and now_ms - report[3] <= self.cfg.unreachable_after_ms + self.s["leader_alive_allowance_ms"]
 
     def _replica_candidate(self, rid: int, r: dict[str, Any], leader: int, leader_alive: bool,
                            view: dict[str, Any] | None, view_age: int | None) -> tuple[str, str]:

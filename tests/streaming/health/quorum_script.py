@@ -7,6 +7,8 @@ between behaviours mid-script:
   follow  fetch at the leader's log end (caught up)
   stuck   keep fetching at the same offset (fetching, never catching up)
   silent  no fetches at all
+Each node's clock can be skewed (`skew[node]` ms): a node stamps its own records, the leader its
+fetch records, on its own clock. `snapshot()` is what a collector's DescribeQuorum would publish.
 """
 from __future__ import annotations
 
@@ -28,10 +30,14 @@ class QuorumScript:
         self.mode = {r: "follow" for r in (*voters, *observers) if r != leader}
         self.leader_talks = True     # the leader publishes fetch records and metrics
         self.noops = True            # the leader appends NoOps (the high watermark advances)
+        self.skew: dict[int, int] = {}  # node -> ms its clock is ahead (negative: behind)
+        self.last_fetch = {r: t0 for r in self.leo}  # leader-clock time of each replica's last fetch
+        self.last_caught_up = {r: t0 for r in self.leo}
 
     def fetch(self, replica: int, offset: int, *, leader=None, epoch=None, outcome="valid") -> dict[str, Any]:
         role = "voter" if replica in self.voters else "observer"
-        return E.to_dict(E.Fetch(self.cluster, TOPIC, PARTITION, self.t, self.leader if leader is None else leader,
+        leader = self.leader if leader is None else leader
+        return E.to_dict(E.Fetch(self.cluster, TOPIC, PARTITION, self.clock(leader), leader,
                                  self.epoch if epoch is None else epoch, replica, role, offset,
                                  self.epoch, max(self.leader_leo, offset), min(self.hw, self.leader_leo), outcome))
 
@@ -39,9 +45,40 @@ class QuorumScript:
         if state is None:
             state = "leader" if node == self.leader else ("follower" if node in self.voters else "observer")
         leo = self.leo[node] if leo is None else leo
-        return E.to_dict(E.Metrics(self.cluster, TOPIC, PARTITION, self.t, node, state, self.leader,
+        return E.to_dict(E.Metrics(self.cluster, TOPIC, PARTITION, self.clock(node), node, state, self.leader,
                                    self.epoch if epoch is None else epoch, leo, min(self.hw, leo), -1, -1, -1, -1,
                                    self.voters))
+
+    def clock(self, node: int) -> int:
+        return self.t + self.skew.get(node, 0)
+
+    def state_change(self, node: int, to_state: str, *, epoch=None, leader=-1, from_state="follower") -> dict[str, Any]:
+        return E.to_dict(E.StateChange(self.cluster, TOPIC, PARTITION, self.clock(node), node, from_state, to_state,
+                                       self.epoch if epoch is None else epoch, leader, "scripted"))
+
+    def snapshot(self, *, collector_skew: int = 0, interval_ms: int = 1000) -> dict[str, Any]:
+        """DescribeQuorum as the leader answers it (KIP-836 timestamps on the leader's clock,
+        the leader itself at its now), stamped by a collector whose clock is skewed."""
+        lc = self.clock(self.leader)
+
+        def state(r: int) -> dict[str, Any]:
+            if r == self.leader:
+                return {"replica_id": r, "log_end_offset": self.leader_leo, "last_fetch_timestamp_ms": lc,
+                        "last_caught_up_timestamp_ms": lc}
+            skew = self.skew.get(self.leader, 0)
+            return {"replica_id": r, "log_end_offset": self.leo[r], "last_fetch_timestamp_ms": self.last_fetch[r] + skew,
+                    "last_caught_up_timestamp_ms": self.last_caught_up[r] + skew}
+        return {"type": "quorum_snapshot", "version": 1, "cluster_id": self.cluster, "topic": TOPIC,
+                "partition": PARTITION, "time_ms": self.t + collector_skew, "leader_id": self.leader,
+                "leader_epoch": self.epoch, "high_watermark": self.hw,
+                "voters": [state(v) for v in self.voters], "observers": [state(o) for o in self.observers],
+                "source": "broker:9092", "poll_interval_ms": interval_ms, "latency_ms": 3, "answered_by": self.leader}
+
+    def poll_error(self, *, error="NOT_LEADER_OR_FOLLOWER", code=6, interval_ms=1000) -> dict[str, Any]:
+        return {"type": "quorum_poll_error", "version": 1, "cluster_id": self.cluster, "topic": TOPIC,
+                "partition": PARTITION, "time_ms": self.t, "source": "broker:9092", "poll_interval_ms": interval_ms,
+                "latency_ms": 5, "error_code": code, "error": error, "answered_by": 2, "leader_id": -1,
+                "leader_epoch": -1}
 
     def step(self) -> list[dict[str, Any]]:
         self.t += 100
@@ -54,6 +91,9 @@ class QuorumScript:
                 continue
             offset = self.leader_leo if mode == "follow" else self.leo[r]
             self.leo[r] = offset
+            self.last_fetch[r] = self.t
+            if offset >= self.leader_leo:
+                self.last_caught_up[r] = self.t
             if self.leader_talks:
                 out.append(self.fetch(r, offset))
         ends = sorted((self.leo[v] for v in self.voters), reverse=True)

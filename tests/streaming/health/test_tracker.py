@@ -2,44 +2,14 @@
 timers are in test_processor_timers.py). Each test names the rule it checks."""
 from __future__ import annotations
 
-from typing import Any
 
 import pytest
 
 from streaming.health import statuses as S
 from streaming.health.config import HealthConfig
-from streaming.health.tracker import QuorumTracker, new_state
 
-from .quorum_script import KEY, T0, QuorumScript
-
-
-class Monitor:
-    """Feeds a tracker batch by batch, as the processor does, and keeps every row it emitted."""
-
-    def __init__(self, cfg: HealthConfig | None = None):
-        self.cfg = cfg or HealthConfig()
-        self.state = new_state(*KEY)
-        self.rows: list[dict[str, Any]] = []
-
-    def feed(self, records: list[dict[str, Any]]) -> None:
-        tracker = QuorumTracker(self.cfg, self.state)
-        tracker.apply_all(records)
-        self.rows += tracker.evaluate(None, silent=False)
-
-    def run(self, script: QuorumScript, ms: int, batch_ms: int = 500) -> None:
-        for _ in range(ms // batch_ms):
-            self.feed(script.run(batch_ms))
-
-    def replica(self, rid: int) -> dict[str, Any]:
-        return [r for r in self.rows if r["kind"] == "replica" and r["replica_id"] == rid][-1]
-
-    def quorum(self) -> dict[str, Any]:
-        return [r for r in self.rows if r["kind"] == "quorum"][-1]
-
-    def transitions(self, rid: int | None = None) -> list[tuple[int, str, str]]:
-        """(ms since T0, previous, new) of one replica's (or the quorum's, rid None) transitions."""
-        return [(r["now_ms"] - T0, r["previous_status"], r["status"]) for r in self.rows
-                if r["kind"] == "transition" and r.get("replica_id") == rid]
+from .quorum_script import T0, QuorumScript
+from .tracker_harness import Monitor
 
 
 def test_healthy_quorum_flags_nothing_over_ten_minutes_of_synthetic_time():

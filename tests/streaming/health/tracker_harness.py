@@ -1,0 +1,43 @@
+"""A tracker fed batch by batch, as the health processor feeds it, keeping every row emitted."""
+from __future__ import annotations
+
+from typing import Any
+
+from streaming.health.config import HealthConfig
+from streaming.health.tracker import QuorumTracker, new_state
+
+from .quorum_script import KEY, T0, QuorumScript
+
+
+class Monitor:
+    """Feeds a tracker batch by batch, as the processor does, and keeps every row it emitted."""
+
+    def __init__(self, cfg: HealthConfig | None = None):
+        self.cfg = cfg or HealthConfig()
+        self.state = new_state(*KEY)
+        self.rows: list[dict[str, Any]] = []
+
+    def feed(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        tracker = QuorumTracker(self.cfg, self.state)
+        tracker.apply_all(records)
+        rows = tracker.evaluate(None, silent=False)
+        self.rows += rows
+        return rows
+
+    def run(self, script: QuorumScript, ms: int, batch_ms: int = 500) -> None:
+        for _ in range(ms // batch_ms):
+            self.feed(script.run(batch_ms))
+
+    def replica(self, rid: int) -> dict[str, Any]:
+        return [r for r in self.rows if r["kind"] == "replica" and r["replica_id"] == rid][-1]
+
+    def quorum(self) -> dict[str, Any]:
+        return [r for r in self.rows if r["kind"] == "quorum"][-1]
+
+    def transitions(self, rid: int | None = None) -> list[tuple[int, str, str]]:
+        """(ms since T0, previous, new) of one replica's (or the quorum's, rid None) transitions."""
+        return [(r["now_ms"] - T0, r["previous_status"], r["status"]) for r in self.rows
+                if r["kind"] == "transition" and r.get("replica_id") == rid]
+
+    def events(self, kind: str) -> list[dict[str, Any]]:
+        return [r for r in self.rows if r["kind"] == kind]
