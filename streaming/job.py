@@ -123,7 +123,9 @@ class RunningJob:
 
 def start_job(spark: SparkSession, cfg: JobConfig, writer: HealthBatchWriter | None = None) -> RunningJob:
     checkpoint = Path(cfg.job.checkpoint_location)
-    writer = writer or make_batch_writer(cfg.sink, cfg.health)
+    writer = writer or make_batch_writer(
+        cfg.sink, cfg.health, spool_path=str(checkpoint / "health-events-pending.jsonl"),
+        dead_letter_dir=cfg.dead_letters.path if cfg.dead_letters.enabled else None)
     listener = _input_listener(writer.monitor)
     spark.streams.addListener(listener)
     trigger = f"{cfg.job.trigger_interval_ms} milliseconds"

@@ -10,13 +10,15 @@ QUORUM_METRICS = {
     "quorum_leader_id", "quorum_leader_epoch", "quorum_high_watermark", "quorum_high_watermark_age_seconds",
     "quorum_voters", "quorum_voters_caught_up", "quorum_voters_reachable", "quorum_majority_reachable",
     "quorum_elections_total", "quorum_epoch_changes_window", "quorum_leaders_claimed",
-    "quorum_zombie_leaders", "quorum_status",
+    "quorum_zombie_leaders", "quorum_status", "quorum_leader_changes_total", "quorum_leader_changes_window",
+    "quorum_candidate_epoch", "quorum_incarnations_total", "quorum_voter_set_changes_total",
 }
 MONITOR_METRICS = {
     "quorum_monitor_input_records_total", "quorum_monitor_invalid_records_total",
     "quorum_monitor_batch_duration_seconds", "quorum_monitor_input_delay_seconds",
     "quorum_monitor_last_batch_timestamp_seconds", "quorum_monitor_input_stalled",
-    "quorum_monitor_push_failures_total",
+    "quorum_monitor_push_failures_total", "quorum_monitor_sink_failures_total",
+    "quorum_monitor_health_events_pending", "quorum_monitor_health_events_dropped_total",
 }
 ALL_METRICS = REPLICA_METRICS | QUORUM_METRICS | MONITOR_METRICS
 REPLICA_STATUSES = ("caught_up", "lagging", "stalled", "unreachable", "unknown")

@@ -109,7 +109,7 @@ def build() -> dict:
     layout.panel("timeseries", "Leader epoch", [t(f"quorum_leader_epoch{{{q}}}", per_quorum)], custom=stepped)
     layout.panel("timeseries", "Epoch changes", [
         t(f"increase(quorum_elections_total{{{q}}}[$__rate_interval])", "elections {{cluster}} {{partition}}"),
-        t(f"quorum_epoch_changes_window{{{q}}}", "in the storm window {{cluster}} {{partition}}"),
+        t(f"quorum_leader_changes_window{{{q}}}", "leader changes in the storm window {{cluster}} {{partition}}"),
     ], thresholds=[(None, "green"), (3, "red")],
                  description="Elections seen, and epoch changes within the job's storm window (>= 3 fires QuorumElectionStorm).")
     layout.panel("timeseries", "High watermark rate", [

@@ -66,6 +66,7 @@ HEALTH_FIELDS: list[tuple[str, T.DataType, str]] = [
     ("candidate_epoch", T.LongType(), "highest epoch voters campaign for above the current one (-1 none)"),
     ("incarnation", T.LongType(), "times the cluster was seen formatted anew under the same id"),
     ("voter_ids", T.StringType(), "the voter set in force, comma-separated"),
+    ("voter_set_changes_total", T.LongType(), "changes of the voter set in force seen"),
     ("leaders_claimed", T.LongType(), "nodes claiming leadership of the current epoch"),
     ("zombie_leaders", T.LongType(), "nodes claiming leadership of an older epoch, still talking"),
     # events

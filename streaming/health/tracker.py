@@ -649,7 +649,7 @@ class QuorumTracker:
                 "elections_total": s["elections"], "epoch_changes_window": len(s["epoch_changes"]),
                 "leader_changes_total": s["leader_changes"], "leader_changes_window": leader_changes,
                 "candidate_epoch": candidate_epoch, "incarnation": s["incarnation"],
-                "voter_ids": ",".join(map(str, voter_set or [])),
+                "voter_ids": ",".join(map(str, voter_set or [])), "voter_set_changes_total": s["voter_set_changes"],
                 "leaders_claimed": len(current_claims), "zombie_leaders": len(zombies)})
         out = self.events + rows if emit_snapshot else []
         if emit_snapshot:

@@ -21,8 +21,11 @@ __all__ = ["make_batch_writer", "HealthBatchWriter", "MonitorMetrics", "make_lis
 
 
 def make_batch_writer(sink_cfg: SinkConfig, health_cfg: HealthConfig,
-                      monitor: MonitorMetrics | None = None) -> HealthBatchWriter:
+                      monitor: MonitorMetrics | None = None, spool_path: str | None = None,
+                      dead_letter_dir: str | None = None) -> HealthBatchWriter:
     """The foreachBatch function for `build_health_stream`'s output: a callable
     `(batch_df, batch_id) -> None` that also carries `.monitor` (the job's own health metrics,
-    exported with the rest) and `.close()`. Starts the /metrics server in exporter mode."""
-    return HealthBatchWriter(sink_cfg, health_cfg, monitor)
+    exported with the rest) and `.close()`. Starts the /metrics server in exporter mode.
+    `spool_path`: where the health topic's undelivered events survive a restart;
+    `dead_letter_dir`: where records the state machine refuses are written."""
+    return HealthBatchWriter(sink_cfg, health_cfg, monitor, spool_path=spool_path, dead_letter_dir=dead_letter_dir)

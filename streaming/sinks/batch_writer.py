@@ -1,8 +1,10 @@
 """The foreachBatch body: health rows of one micro-batch -> snapshot -> Prometheus, Kafka, console."""
 from __future__ import annotations
 
+import json
 import logging
 import time
+from pathlib import Path
 from typing import Any, Callable
 
 from streaming.health.config import HealthConfig
@@ -24,15 +26,17 @@ class HealthBatchWriter:
     """
 
     def __init__(self, sink_cfg: SinkConfig, health_cfg: HealthConfig, monitor: MonitorMetrics | None = None,
-                 clock: Callable[[], float] = time.time):
+                 clock: Callable[[], float] = time.time, spool_path: str | None = None,
+                 dead_letter_dir: str | None = None):
         self.sink_cfg, self.health_cfg, self.clock = sink_cfg, health_cfg, clock
         self.monitor = monitor or MonitorMetrics(health_cfg, clock=clock)
         self.snapshot = HealthSnapshot()
+        self.dead_letter_dir = dead_letter_dir
         self.prometheus = self._make_prometheus()
         self.kafka = None
         if sink_cfg.kafka.enabled:
             from .kafka_events import KafkaEventsSink
-            self.kafka = KafkaEventsSink(sink_cfg.kafka)
+            self.kafka = KafkaEventsSink(sink_cfg.kafka, spool_path)
         self.console = None
         if sink_cfg.console.enabled:
             from .console import ConsoleSink
@@ -62,13 +66,56 @@ class HealthBatchWriter:
             # The job did not report event times itself: the newest quorum clock stands in.
             self.monitor.input_delay_s = max(0.0, self.clock() - applied.newest_event_ms / 1000.0)
         stalled = self.monitor.input_stalled()
-        if self.kafka is not None and applied.events:
-            self.kafka.publish(applied.events)
-        if self.console is not None:
-            self.console.publish(self.snapshot, applied.events, batch_id, stalled)
+        self._rejected([r for r in rows if r["kind"] == "rejected"])
+        if applied.held_events_dropped:
+            log.warning("%d held health events dropped (a quorum held for too long)", applied.held_events_dropped)
+        # Each sink on its own: one that fails is counted and retried, and never stops the others
+        # or the query (the Prometheus push, which pages, goes first).
         self.monitor.record_batch(self.clock() - started)
-        if self.prometheus is not None:
-            self.prometheus.publish(applied.changed_clusters, applied.vanished_clusters)
+        self._guarded("prometheus", self.prometheus and (
+            lambda: self.prometheus.publish(applied.changed_clusters, applied.vanished_clusters)))
+        self._guarded("kafka", self.kafka and (lambda: self._publish_events(applied.events, batch_id)))
+        self._guarded("console", self.console and (
+            lambda: self.console.publish(self.snapshot, applied.events, batch_id, stalled)))
+
+    def _rejected(self, rejected: list[dict[str, Any]]) -> None:
+        """Records the state machine refused (an implausible epoch): counted like the decoder's
+        rejects, by reason, and written as JSON lines under the dead-letter directory."""
+        if not rejected:
+            return
+        by_reason: dict[str, int] = {}
+        for r in rejected:
+            by_reason[r["status"]] = by_reason.get(r["status"], 0) + 1
+            log.warning("rejected (%s) in %s %s-%s: %s", r["status"], r["cluster_id"], r["topic"], r["partition"],
+                        r["reason"])
+        self.monitor.record_invalid(by_reason)
+        if self.dead_letter_dir is None:
+            return
+        try:
+            path = Path(self.dead_letter_dir) / "stateful" / f"rejected-{time.strftime('%Y%m%d')}.jsonl"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "a") as f:
+                for r in rejected:
+                    f.write(json.dumps({"reason": r["status"], "detail": r["reason"], "cluster_id": r["cluster_id"],
+                                        "topic": r["topic"], "partition": r["partition"],
+                                        "dead_lettered_at_ms": int(self.clock() * 1000)}) + "\n")
+        except OSError as e:
+            log.warning("cannot write rejected records under %s: %s", self.dead_letter_dir, e)
+
+    def _publish_events(self, events: list[dict[str, Any]], batch_id: int) -> None:
+        self.kafka.publish(events, batch_id)
+        self.monitor.record_health_events(len(self.kafka.pending), self.kafka.dropped_total)
+        if self.kafka.pending:
+            self.monitor.record_sink_failure("kafka")
+
+    def _guarded(self, sink: str, action) -> None:
+        if not action:
+            return
+        try:
+            action()
+        except Exception:
+            log.exception("sink %s failed for this batch", sink)
+            self.monitor.record_sink_failure(sink)
 
     def close(self) -> None:
         for sink in (self.prometheus, self.kafka, self.console):

@@ -36,13 +36,22 @@ class PrometheusSinkConfig:
 
 @dataclass(frozen=True)
 class KafkaSinkConfig:
-    """`sink.kafka`: health transitions and closed caught-up windows as JSON, one record each,
-    keyed `cluster/topic-partition/replica` like the events topic (so one replica stays ordered)."""
+    """`sink.kafka`: health events as JSON, one record each, keyed by quorum (so one quorum's
+    events stay in order), each with the quorum's event `seq` and the `batch_id` (see
+    kafka_events.py). Undelivered events wait in a bounded buffer spooled next to the checkpoint."""
     enabled: bool = False
     bootstrap_servers: str = "127.0.0.1:9092"
     topic: str = "quorum-health"
     producer_config: dict = field(default_factory=dict)  # extra confluent-kafka settings (security...)
-    flush_timeout_s: float = 10.0
+    flush_timeout_s: float = 10.0        # a batch waits this long for deliveries while the topic answers
+    delivery_timeout_s: float = 30.0     # an event not delivered by then is retried at a later batch
+    buffer_events: int = 100_000         # undelivered events kept at most (the oldest dropped, counted)
+
+    def __post_init__(self) -> None:
+        if self.buffer_events < 1:
+            raise ConfigError(f"buffer_events: must be >= 1 (got {self.buffer_events})")
+        if self.flush_timeout_s < 0 or self.delivery_timeout_s <= 0:
+            raise ConfigError("flush_timeout_s must be >= 0 and delivery_timeout_s > 0")
 
 
 @dataclass(frozen=True)

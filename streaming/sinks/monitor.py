@@ -32,6 +32,9 @@ class MonitorMetrics:
         self.last_batch_s: float | None = None
         self.last_input_s: float | None = None
         self.push_failures_total = 0
+        self.sink_failures_total: dict[str, int] = {}   # sink -> batches whose output failed
+        self.health_events_pending = 0                  # health events not yet delivered
+        self.health_events_dropped_total = 0            # health events dropped from a full buffer
         self.event_time_reported = False  # the job passes event times; else the writer estimates
 
     # --- reported by the job ------------------------------------------------------------------
@@ -68,6 +71,14 @@ class MonitorMetrics:
         with self._lock:
             self.push_failures_total += n
 
+    def record_sink_failure(self, sink: str) -> None:
+        with self._lock:
+            self.sink_failures_total[sink] = self.sink_failures_total.get(sink, 0) + 1
+
+    def record_health_events(self, pending: int, dropped_total: int) -> None:
+        with self._lock:
+            self.health_events_pending, self.health_events_dropped_total = pending, dropped_total
+
     def observe_progress(self, progress: Mapping[str, Any]) -> None:
         """Feed from a StreamingQueryProgress (as a dict, e.g. `json.loads(progress.json)`)."""
         self.record_input(int(progress.get("numInputRows") or 0))
@@ -87,7 +98,10 @@ class MonitorMetrics:
                     "invalid_records_total": dict(self.invalid_records_total),
                     "batch_duration_s": self.batch_duration_s, "input_delay_s": self.input_delay_s,
                     "last_batch_s": self.last_batch_s, "input_stalled": self.input_stalled(),
-                    "push_failures_total": self.push_failures_total}
+                    "push_failures_total": self.push_failures_total,
+                    "sink_failures_total": dict(self.sink_failures_total),
+                    "health_events_pending": self.health_events_pending,
+                    "health_events_dropped_total": self.health_events_dropped_total}
 
 
 def make_listener(monitor: MonitorMetrics):

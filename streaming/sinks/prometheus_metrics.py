@@ -54,11 +54,18 @@ def health_families(views: list[QuorumView]) -> list[Metric]:
         ("quorum_voters_caught_up", "Voters caught up (leader included)."),
         ("quorum_voters_reachable", "Voters fetching or leading."),
         ("quorum_majority_reachable", "1 when a majority of voters is reachable."),
-        ("quorum_epoch_changes_window", "Epoch changes within the storm window."),
+        ("quorum_epoch_changes_window", "Epoch adoptions within the storm window."),
+        ("quorum_leader_changes_window", "New leaders within the storm window (the election storm rule)."),
+        ("quorum_candidate_epoch", "Highest epoch voters campaign for above the current one (-1 none)."),
         ("quorum_leaders_claimed", "Nodes claiming leadership in the current epoch."),
         ("quorum_zombie_leaders", "Nodes claiming leadership of an older epoch, still talking."),
     )}
-    elections = CounterMetricFamily("quorum_elections", "Epoch changes seen.", labels=QUORUM_LABELS)
+    counters = {name: CounterMetricFamily(name, doc, labels=QUORUM_LABELS) for name, doc in (
+        ("quorum_elections", "Epoch bumps seen (a failover with split votes counts each)."),
+        ("quorum_leader_changes", "New leaders seen (the first one excepted)."),
+        ("quorum_incarnations", "Times the cluster was seen formatted anew under the same id."),
+        ("quorum_voter_set_changes", "Changes of the voter set in force."),
+    )}
     quorum_status = GaugeMetricFamily("quorum_status", "Quorum status as a state set (1 = current).",
                                       labels=QUORUM_LABELS + ["status"])
     for view in views:
@@ -71,10 +78,14 @@ def health_families(views: list[QuorumView]) -> list[Metric]:
                             ("quorum_voters_reachable", qr["voters_reachable"]),
                             ("quorum_majority_reachable", 1 if qr["majority_reachable"] else 0),
                             ("quorum_epoch_changes_window", qr["epoch_changes_window"]),
+                            ("quorum_leader_changes_window", qr["leader_changes_window"]),
+                            ("quorum_candidate_epoch", qr["candidate_epoch"]),
                             ("quorum_leaders_claimed", qr["leaders_claimed"]),
                             ("quorum_zombie_leaders", qr["zombie_leaders"])):
             q[name].add_metric(ql, _num(value))
-        elections.add_metric(ql, _num(qr["elections_total"]))
+        for name, column in (("quorum_elections", "elections_total"), ("quorum_leader_changes", "leader_changes_total"),
+                             ("quorum_incarnations", "incarnation"), ("quorum_voter_set_changes", "voter_set_changes_total")):
+            counters[name].add_metric(ql, _num(qr[column]))
         for status in QUORUM_STATUSES:
             quorum_status.add_metric(ql + [status], 1.0 if qr["status"] == status else 0.0)
         for rid, rr in sorted(view.replicas.items()):
@@ -87,7 +98,7 @@ def health_families(views: list[QuorumView]) -> list[Metric]:
             c["quorum_replica_truncated_records"].add_metric(rl, _num(rr["truncated_records_total"]))
             for status in REPLICA_STATUSES:
                 replica_status.add_metric(rl + [status], 1.0 if rr["status"] == status else 0.0)
-    return [*g.values(), *c.values(), replica_status, *q.values(), elections, quorum_status]
+    return [*g.values(), *c.values(), replica_status, *q.values(), *counters.values(), quorum_status]
 
 
 def monitor_families(monitor: MonitorMetrics, extra_labels: dict[str, str] | None = None) -> list[Metric]:
@@ -104,7 +115,14 @@ def monitor_families(monitor: MonitorMetrics, extra_labels: dict[str, str] | Non
         invalid.add_metric(values + [reason], n)
     failures = CounterMetricFamily("quorum_monitor_push_failures", "Pushgateway pushes that failed.", labels=names)
     failures.add_metric(values, snap["push_failures_total"])
-    out: list[Metric] = [records, invalid, failures]
+    sink_failures = CounterMetricFamily("quorum_monitor_sink_failures", "Batches whose output to a sink failed.",
+                                        labels=names + ["sink"])
+    for sink in sorted({"prometheus", "kafka", "console"} | set(snap["sink_failures_total"])):
+        sink_failures.add_metric(values + [sink], snap["sink_failures_total"].get(sink, 0))
+    dropped = CounterMetricFamily("quorum_monitor_health_events_dropped",
+                                  "Health events dropped because the health topic's buffer was full.", labels=names)
+    dropped.add_metric(values, snap["health_events_dropped_total"])
+    out: list[Metric] = [records, invalid, failures, sink_failures, dropped]
     for name, doc, value in (
             ("quorum_monitor_batch_duration_seconds", "Wall time of the last micro-batch.", snap["batch_duration_s"]),
             ("quorum_monitor_input_delay_seconds", "Now minus the newest event time in the last batch.",
@@ -112,7 +130,9 @@ def monitor_families(monitor: MonitorMetrics, extra_labels: dict[str, str] | Non
             ("quorum_monitor_last_batch_timestamp_seconds", "Unix time of the last completed batch.",
              snap["last_batch_s"]),
             ("quorum_monitor_input_stalled", "1 when no input record arrived for the stall threshold.",
-             1 if snap["input_stalled"] else 0)):
+             1 if snap["input_stalled"] else 0),
+            ("quorum_monitor_health_events_pending", "Health events waiting for the health topic.",
+             snap["health_events_pending"])):
         fam = GaugeMetricFamily(name, doc, labels=names)
         fam.add_metric(values, _num(value))
         out.append(fam)

@@ -9,7 +9,10 @@ Holding verdicts while the whole input is stalled: a quorum evaluated on a timer
 quorum's last input; if nothing at all arrived since (broker down, topic idle), every quorum
 looks silent and none of those verdicts mean anything. Such rows are held: the store keeps the
 last verdict and their events are not published. Comparing the batch timestamps of the last
-input (`last_input_proc_ms`) needs no clock of the driver's own.
+input (`last_input_proc_ms`) needs no clock of the driver's own. The events of a held quorum are
+not dropped: they wait here (at most `MAX_HELD_EVENTS` per quorum, the oldest dropped and counted)
+and are published, flagged `held: true`, in order, as soon as the quorum is no longer held, so a
+consumer of the health topic sees every transition and every closed window.
 """
 from __future__ import annotations
 
@@ -17,7 +20,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-EVENT_KINDS = ("transition", "window", "truncation", "forget")
+from streaming.health.schema import EVENT_KINDS
+
+MAX_HELD_EVENTS = 10_000
 
 
 @dataclass
@@ -33,6 +38,7 @@ class Applied:
     vanished_clusters: set[str] = field(default_factory=set)
     events: list[dict[str, Any]] = field(default_factory=list)
     held_quorums: int = 0
+    held_events_dropped: int = 0
     newest_event_ms: int | None = None  # newest quorum clock among quorums that had input
 
 
@@ -40,6 +46,7 @@ class HealthSnapshot:
     def __init__(self) -> None:
         self.quorums: dict[tuple[str, str, int], QuorumView] = {}
         self.last_input_proc_ms = -1  # the latest batch timestamp in which any quorum had input
+        self.held_events: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
         self._lock = threading.Lock()  # the exporter's HTTP thread reads while a batch writes
 
     def apply(self, rows: Iterable[dict[str, Any]]) -> Applied:
@@ -57,10 +64,17 @@ class HealthSnapshot:
         out = Applied()
         for key, qrows in by_quorum.items():
             qrows.sort(key=lambda r: (r["seq"], r["now_ms"] or 0))
+            events = [r for r in qrows if r["kind"] in EVENT_KINDS]
             if self._held(qrows):
                 out.held_quorums += 1
+                held = self.held_events.setdefault(key, [])
+                held.extend({**e, "held": True} for e in events)
+                if len(held) > MAX_HELD_EVENTS:
+                    out.held_events_dropped += len(held) - MAX_HELD_EVENTS
+                    del held[:len(held) - MAX_HELD_EVENTS]
                 continue
-            out.events.extend(r for r in qrows if r["kind"] in EVENT_KINDS)
+            out.events.extend(self.held_events.pop(key, []))
+            out.events.extend(events)
             self._apply_quorum(key, qrows, out)
             for r in qrows:
                 if r["kind"] == "quorum" and not r["silent"]:

@@ -58,7 +58,7 @@ def cluster_exposition(cluster: str | None, leaders_claimed: int = 1) -> str:
         ("quorum_high_watermark", "gauge", 5230), ("quorum_high_watermark_age_seconds", "gauge", 0.4),
         ("quorum_voters", "gauge", 3), ("quorum_voters_caught_up", "gauge", 2),
         ("quorum_voters_reachable", "gauge", 2), ("quorum_majority_reachable", "gauge", 1),
-        ("quorum_elections_total", "counter", 7), ("quorum_epoch_changes_window", "gauge", 1),
+        ("quorum_elections_total", "counter", 7), ("quorum_epoch_changes_window", "gauge", 1), ("quorum_leader_changes_window", "gauge", 1),
         ("quorum_leaders_claimed", "gauge", leaders_claimed), ("quorum_zombie_leaders", "gauge", 0),
     ]:
         metric(name, kind, [(labels(), value)])

@@ -55,3 +55,20 @@ def test_silent_verdicts_are_held_when_no_input_at_all_arrived_since():
     assert applied.held_quorums == 2 and applied.events == []
     assert {v.quorum["status"] for v in snap.views()} == {S.HEALTHY}
 
+
+
+def test_events_of_a_held_quorum_are_published_late_with_a_flag_not_dropped():
+    # A quorum silent, then back: its consumer must see healthy -> leaderless before
+    # leaderless -> healthy, and the window that closed in between.
+    snap = HealthSnapshot()
+    a, b = ScriptedQuorum("a"), ScriptedQuorum("b")
+    snap.apply(a.rows(3000, proc_ms=1000) + b.rows(3000, proc_ms=1000))
+    held = snap.apply(a.rows(4000, proc_ms=5000, silent=True) + b.rows(4000, proc_ms=5000, silent=True))
+    assert held.events == []
+    back = snap.apply(a.rows(1000, proc_ms=6000) + b.rows(1000, proc_ms=6000))
+    quorum_a = [(e["previous_status"], e["status"], e.get("held", False)) for e in back.events
+                if e["cluster_id"] == "a" and e["kind"] == "transition" and e.get("replica_id") is None]
+    assert quorum_a == [(S.HEALTHY, S.LEADERLESS, True), (S.LEADERLESS, S.HEALTHY, False)]
+    assert any(e["kind"] == "window" and e.get("held") for e in back.events if e["cluster_id"] == "a")
+    seqs = [e["event_seq"] for e in back.events if e["cluster_id"] == "a"]
+    assert seqs == sorted(seqs)
