@@ -46,7 +46,9 @@ class SourceConfig:
     bootstrap_servers: str = "127.0.0.1:9092"
     topic: str = "quorum-events"
     starting_offsets: str = "latest"         # where a new checkpoint starts: earliest | latest
-    max_offsets_per_trigger: int | None = None  # records per micro-batch at most (None: all available)
+    # Records per micro-batch at most: a backlog (a restart after an outage) is read in bounded
+    # steps instead of one batch whose plan, once in the offset log, would be retried as a whole.
+    max_offsets_per_trigger: int | None = 200_000  # None: all available
     kafka: dict = field(default_factory=dict)   # client settings passed through: security.protocol, sasl.*, ssl.*
 
     def __post_init__(self) -> None:

@@ -204,8 +204,9 @@ def check_records(max_future_ms: int = events.DEFAULT_MAX_FUTURE_MS,
 
 
 def valid_events(checked: DataFrame) -> DataFrame:
-    """The valid records with exactly the columns of `events.envelope_spark_schema()`; a field
-    that does not belong to the record's type is null, an optional one missing takes its default."""
+    """The valid records with the columns of `events.envelope_spark_schema()` (a field that does
+    not belong to the record's type is null, an optional one missing takes its default), then
+    their Kafka partition and offset as `_kafka_partition` and `_offset`."""
     owners: dict[str, list[str]] = {}
     for rtype, cls in events.RECORD_TYPES.items():
         for fs in events.field_specs(cls):
@@ -215,6 +216,9 @@ def valid_events(checked: DataFrame) -> DataFrame:
         value = f"{RECORD}.{name}" if fs.required else f"coalesce({RECORD}.{name}, {fs.default!r})"
         in_types = ", ".join(map(_quote, owners[name]))
         columns.append(F.expr(f"CASE WHEN {RECORD}.type IN ({in_types}) THEN {value} END").alias(name))
+    # Where each record was in Kafka: one quorum's records share a partition, and their offsets
+    # are the order they were published in (the health state folds them in that order).
+    columns += [F.col("partition").alias("_kafka_partition"), F.col("offset").alias("_offset")]
     return checked.where(F.col(ERROR).isNull()).select(*columns)
 
 

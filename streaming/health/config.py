@@ -87,8 +87,7 @@ class HealthConfig:
     max_epoch_jump: int = 1000                # epochs beyond current + this + 2 per election timeout: rejected
 
     # --- windows and bookkeeping ---
-    caught_up_horizon_ms: int = 600_000       # caught-up windows (and the caught-up ratio) cover this long
-    max_windows_per_replica: int = 240        # bound on the intervals kept per replica
+    caught_up_horizon_ms: int = 600_000       # the caught-up ratio covers this long (60 buckets)
     observer_forget_ms: int = 300_000         # an observer silent this long is forgotten (as the leader does)
     quorum_forget_ms: int = 3_600_000         # a quorum silent this long (processing time) is forgotten
     tick_ms: int = 1000                       # processing-time timer period: statuses re-evaluated at least this often

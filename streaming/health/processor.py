@@ -1,16 +1,17 @@
 """The Spark stateful processor around `QuorumTracker`: state in the RocksDB store, timers.
 
 Keyed by (cluster_id, topic, partition): one key is one quorum (see tracker.py for why).
-State is one value per key, the tracker's dict as a JSON string: one state-store read and one
-write per key per micro-batch, which matters because every state call from a Python worker is
-a round trip to the JVM.
+State: the quorum's own part as one JSON value, and one map entry per replica (a Kafka
+cluster's brokers are its observers: a hundred replicas is ordinary), each written back only
+when it changed. Replica rows are emitted only when what they show changed (and in full once
+per job run, so a restarted driver gets the whole picture), quorum rows at every evaluation.
 
-Time: statuses are computed on event time (the records' `time_ms`, the leader's clock), so a
+Time: statuses are computed on the records' own clocks (see tracker.py and clocks.py), so a
 test can replay ten minutes of synthetic time in seconds. Silence is found by a processing-time
-timer that fires every `tick_ms`: with no input for the quorum, its clock is extrapolated as
-last event time + processing time elapsed since that input, and everything is re-evaluated
-against the leader's latest log end offset. A quorum that stays silent loses its leader and its
-replicas go `unknown` (not `unreachable`: nobody is alive to say they stopped fetching).
+timer that fires every `tick_ms`: with no input for the quorum, its clock moves on with the
+processing time since its last input, and everything is re-evaluated. A quorum that stays
+silent loses its leader and its replicas go `unknown` (not `unreachable`: nobody is alive to
+say they stopped fetching).
 
 Implementation choice, by measurement (`benchmarks/health_processor.py`, local[2] on the shared
 2-core machine, RocksDB state, two micro-batches, best of two alternating rounds after a warm-up):
@@ -29,7 +30,8 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Callable, Iterator
+from itertools import islice
+from typing import Any, Callable, Iterable, Iterator
 
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 
@@ -38,7 +40,9 @@ from .schema import HEALTH_COLUMNS
 from .tracker import QuorumTracker, new_state
 
 STATE_SCHEMA = "json STRING"
+REPLICA_KEY_SCHEMA = "replica STRING"
 HEALTH_API = "row"  # "row" (transformWithState, measured faster here) or "pandas" (transformWithStateInPandas)
+CHUNK_RECORDS = 20_000  # records of one quorum converted and folded in at a time
 
 
 class _QuorumHealthLogic:
@@ -49,26 +53,46 @@ class _QuorumHealthLogic:
         # Silence is measured from when the input was *processed* (wall clock), not from the
         # start of its micro-batch, so a slow batch does not count as the quorum being silent.
         self.wall_clock_ms = wall_clock_ms or (lambda: int(time.time() * 1000))
+        # Made on the driver when the query starts: a new run emits every replica row once.
+        self.run_id = self.wall_clock_ms()
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
         self.state = handle.getValueState("quorum", STATE_SCHEMA)
+        self.replicas = handle.getMapState("replicas", REPLICA_KEY_SCHEMA, STATE_SCHEMA)
+        self.stored_replicas: dict[str, str] = {}
 
     def _load(self, key: tuple) -> dict[str, Any]:
         stored = self.state.get()
+        self.stored_replicas = {}
         if stored is None:
             if len(key) == 1:  # TwsTester wraps the whole key in a 1-tuple
                 key = key[0]
             return new_state(key[0], key[1], int(key[2]))
-        return json.loads(stored[0])
+        st = json.loads(stored[0])
+        self.stored_replicas = {k[0]: v[0] for k, v in self.replicas.iterator()}
+        st["replicas"] = {rid: json.loads(text) for rid, text in self.stored_replicas.items()}
+        return st
 
     def _save(self, st: dict[str, Any]) -> None:
+        replicas = st.pop("replicas")
         self.state.update((json.dumps(st, separators=(",", ":")),))
+        for rid, r in replicas.items():
+            text = json.dumps(r, separators=(",", ":"))
+            if self.stored_replicas.get(rid) != text:
+                self.replicas.updateValue((rid,), (text,))
+        for rid in self.stored_replicas.keys() - replicas.keys():
+            self.replicas.removeKey((rid,))
+        st["replicas"] = replicas
 
-    def on_input(self, key: tuple, records: list[dict[str, Any]], proc_ms: int) -> list[dict[str, Any]]:
+    def on_input(self, key: tuple, chunks: Iterable[list[dict[str, Any]]], proc_ms: int) -> list[dict[str, Any]]:
+        """`chunks`: the quorum's records of this micro-batch, a bounded list at a time, so a
+        backlog (an hour of a quorum with a hundred observers is a million records) is folded in
+        without ever being held in memory whole."""
         st = self._load(key)
-        tracker = QuorumTracker(self.cfg, st)
-        tracker.apply_all(records)
+        tracker = QuorumTracker(self.cfg, st, self.run_id)
+        for records in chunks:
+            tracker.apply_all(records)
         st["last_input_proc_ms"] = proc_ms
         st["last_input_wall_ms"] = max(proc_ms, self.wall_clock_ms())
         rows = tracker.evaluate(proc_ms, silent=False, wall_ms=st["last_input_wall_ms"])
@@ -83,6 +107,7 @@ class _QuorumHealthLogic:
         silence = max(0, proc_ms - st.get("last_input_wall_ms", st["last_input_proc_ms"]))
         if silence >= self.cfg.quorum_forget_ms:
             self.state.clear()
+            self.replicas.clear()
             st["event_seq"] += 1
             return [{"kind": "forget", "cluster_id": st["cluster_id"], "topic": st["topic"],
                      "partition": st["partition"], "seq": st["seq"] + 1, "event_seq": st["event_seq"],
@@ -93,7 +118,7 @@ class _QuorumHealthLogic:
         self.handle.registerTimer(st["timer_ms"])
         rows: list[dict[str, Any]] = []
         if st["last_input_proc_ms"] != proc_ms:  # else on_input has just evaluated and emitted
-            rows = QuorumTracker(self.cfg, st).evaluate(proc_ms, silent=True)
+            rows = QuorumTracker(self.cfg, st, self.run_id).evaluate(proc_ms, silent=True)
         self._save(st)
         return rows
 
@@ -108,7 +133,7 @@ class _QuorumHealthProcessor(StatefulProcessor):
         self.logic.init(handle)
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[Any]:
-        out = self.logic.on_input(key, self._records(rows), timerValues.getCurrentProcessingTimeInMs())
+        out = self.logic.on_input(key, self._chunks(rows), timerValues.getCurrentProcessingTimeInMs())
         yield from self._emit(out)
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[Any]:
@@ -124,11 +149,10 @@ class QuorumHealthPandasProcessor(_QuorumHealthProcessor):
     """For transformWithStateInPandas: input and output are pandas DataFrames."""
 
     @staticmethod
-    def _records(frames) -> list[dict[str, Any]]:
-        records: list[dict[str, Any]] = []
+    def _chunks(frames) -> Iterator[list[dict[str, Any]]]:
         for pdf in frames:
-            records.extend(pdf.to_dict("records"))
-        return records
+            for start in range(0, len(pdf), CHUNK_RECORDS):
+                yield pdf.iloc[start:start + CHUNK_RECORDS].to_dict("records")
 
     @staticmethod
     def _emit(out: list[dict[str, Any]]):
@@ -141,8 +165,10 @@ class QuorumHealthRowProcessor(_QuorumHealthProcessor):
     """For the row-based transformWithState: input and output are Rows."""
 
     @staticmethod
-    def _records(rows) -> list[dict[str, Any]]:
-        return [r.asDict(recursive=True) for r in rows]
+    def _chunks(rows) -> Iterator[list[dict[str, Any]]]:
+        rows = iter(rows)
+        while chunk := [r.asDict(recursive=True) for r in islice(rows, CHUNK_RECORDS)]:
+            yield chunk
 
     @staticmethod
     def _emit(out: list[dict[str, Any]]):

@@ -75,14 +75,18 @@ def new_state(cluster_id: str, topic: str, partition: int) -> dict[str, Any]:
 def _new_replica(role: str) -> dict[str, Any]:
     # Fetch and caught-up times are the current leader's clock stamps (see `view`).
     return {"role": role, "dir": None, "leo": -1, "fetch_leader_leo": -1, "last_fetch": -1, "last_caught_up": -1,
-            "first_fetch": -1, "own_leo": -1, "diverged_from": -1, "seen_ms": -1, "windows": [],
-            "truncations": 0, "truncated_records": 0, "status": None}
+            "first_fetch": -1, "own_leo": -1, "diverged_from": -1, "seen_ms": -1, "windows": W.new_windows(),
+            "truncations": 0, "truncated_records": 0, "status": None, "sig": None}
 
 
 class QuorumTracker:
-    def __init__(self, cfg: HealthConfig, state: dict[str, Any]):
+    def __init__(self, cfg: HealthConfig, state: dict[str, Any], run_id: int | None = None):
+        """`run_id` identifies the job run: with one, a replica's row is emitted only when what it
+        shows changed (and in full once per run, for the run's fresh view of every quorum); with
+        None, every evaluation emits every row."""
         self.cfg = cfg
         self.s = state
+        self.run_id = run_id
         self.events: list[dict[str, Any]] = []  # event rows to emit with the next snapshot
         self.window = cfg.unreachable_after_ms  # sources heard within this long move the clock
 
@@ -573,6 +577,9 @@ class QuorumTracker:
         view = self._view_with_q(s["view"]) if s["view"] is not None and s["view"]["node"] == leader else None
         view_age = now_ms - view["q"] if view is not None else None
         rows: list[dict[str, Any]] = []
+        full = self.run_id is None or s.get("emitted_run") != self.run_id
+        if emit_snapshot:
+            s["emitted_run"] = self.run_id
         raw: dict[int, str] = {}
         following: set[int] = set()
         for rid in sorted(s["replicas"], key=int):
@@ -589,12 +596,15 @@ class QuorumTracker:
             # The leader's own row is never held: it leads now, whatever it was a moment ago.
             self._settle(r, status, reason, now_ms, silent, "replica", int(rid), hold=int(rid) != leader)
             closed = W.extend(r["windows"], now_ms, REPLICA_WINDOW_STATE.get(r["status"]["status"], W.LAGGING),
-                              cfg.caught_up_horizon_ms, cfg.max_windows_per_replica)
+                              cfg.caught_up_horizon_ms)
             if closed is not None:
                 self._event("window", replica_id=int(rid), role=r["role"], now_ms=now_ms, status=closed[2],
                             window_start_ms=closed[0], window_end_ms=closed[1])
             if emit_snapshot:
-                rows.append(self._replica_row(int(rid), r, now_ms, leader, view))
+                row = self._replica_row(int(rid), r, now_ms, leader, view)
+                if full or _shows_change(r["sig"], row):
+                    r["sig"] = _signature(row)
+                    rows.append(row)
 
         voter_ids = [int(rid) for rid, r in s["replicas"].items() if r["role"] == "voter"]
         n_voters = len(voter_set) if voter_set is not None else len(voter_ids)
@@ -741,6 +751,30 @@ class QuorumTracker:
             "status": r["status"]["status"], "reason": r["status"]["reason"],
             "log_end_offset": r["leo"], "lag_records": lag_records, "lag_ms": lag_ms,
             "last_fetch_ms": lf, "last_fetch_age_ms": max(0, now_ms - lf) if lf >= 0 else None,
-            "last_caught_up_ms": lcu, "caught_up_ratio": W.caught_up_ratio(r["windows"]),
+            "last_caught_up_ms": lcu,
+            "caught_up_ratio": W.caught_up_ratio(r["windows"], now_ms, self.cfg.caught_up_horizon_ms),
             "truncations_total": r["truncations"], "truncated_records_total": r["truncated_records"],
         }
+
+
+def _signature(row: dict[str, Any]) -> list:
+    """What a replica row shows, at the precision the outputs show it (seconds, per mille)."""
+    ratio = row["caught_up_ratio"]
+    return [row["status"], row["role"], "".join(c for c in row["reason"] if not c.isdigit()),
+            row["lag_records"], None if row["lag_ms"] is None else row["lag_ms"] // 1000,
+            None if row["last_fetch_age_ms"] is None else row["last_fetch_age_ms"] // 1000,
+            None if ratio is None else round(ratio, 3), row["truncations_total"]]
+
+
+def _shows_change(previous: list | None, row: dict[str, Any]) -> bool:
+    """Emit a replica row when anything it shows changed; its lag in records only when it moved
+    by more than a tenth (a caught-up replica's lag flips between 0 and 1 at every append)."""
+    if previous is None:
+        return True
+    now = _signature(row)
+    if now[:3] != previous[:3] or now[4:] != previous[4:]:
+        return True
+    before, after = previous[3], now[3]
+    if (before is None) != (after is None):
+        return True
+    return before is not None and abs(after - before) > max(1, before // 10)

@@ -1,8 +1,9 @@
 """The driver's picture of every quorum: the latest health snapshot per quorum, fed by batches.
 
-The processor emits a full snapshot of each quorum on every evaluation; this store keeps the
-latest one per (cluster, topic, partition), so the Prometheus sinks render exactly the replicas
-that exist now (a forgotten replica or quorum simply is not there any more).
+The processor emits each quorum's row on every evaluation and a replica's row when what it shows
+changed; this store keeps the latest of each per (cluster, topic, partition), so the Prometheus
+sinks render exactly the replicas that exist now (a forgotten replica or quorum simply is not
+there any more).
 
 Holding verdicts while the whole input is stalled: a quorum evaluated on a timer with no input
 (`silent`) gets its verdict from silence. That is evidence only if other input arrived after this
@@ -97,9 +98,11 @@ class HealthSnapshot:
                 out.changed_clusters.add(cluster)
         snapshot_seq = max((r["seq"] for r in qrows if r["kind"] == "quorum"), default=None)
         if snapshot_seq is not None:
-            latest = [r for r in qrows if r["seq"] == snapshot_seq]
-            quorum = next(r for r in latest if r["kind"] == "quorum")
-            replicas = {int(r["replica_id"]): r for r in latest if r["kind"] == "replica"}
+            # Replica rows come when what they show changed: merged into what the view holds.
+            view = self.quorums.get(key)
+            replicas = dict(view.replicas) if view is not None else {}
+            replicas.update({int(r["replica_id"]): r for r in qrows if r["kind"] == "replica"})
+            quorum = next(r for r in qrows if r["kind"] == "quorum" and r["seq"] == snapshot_seq)
             self.quorums[key] = QuorumView(quorum, replicas)
             out.changed_clusters.add(cluster)
         for c in list(out.changed_clusters):

@@ -112,3 +112,21 @@ def test_records_delayed_by_a_stalled_input_are_judged_at_their_own_time(harness
     rows = harness.feed(script.run(1000))
     assert latest(rows, "quorum")["status"] == S.HEALTHY
     assert latest(rows, "replica", 2)["last_fetch_age_ms"] == 0
+
+
+def test_a_hundred_observers_cost_rows_only_when_they_change(harness):
+    # A Kafka cluster's brokers are its observers. Steady, they emit no replica rows after the
+    # first full picture; one that stops fetching shows up, alone.
+    observers = tuple(range(10, 110))
+    script = QuorumScript(observers=observers)
+    first = harness.feed(script.run(2000))
+    assert {r["replica_id"] for r in first if r["kind"] == "replica"} == {1, 2, 3, *observers}
+    steady = [harness.feed(script.run(1000)) for _ in range(10)]
+    counts = [sum(1 for r in rows if r["kind"] == "replica") for rows in steady]
+    assert max(counts[2:]) <= 5, counts
+    assert all(sum(1 for r in rows if r["kind"] == "quorum") == 1 for rows in steady)
+    script.mode[50] = "silent"
+    rows = [r for _ in range(4) for r in harness.feed(script.run(1000)) if r["kind"] == "replica"]
+    assert {r["replica_id"] for r in rows} >= {50} and latest(rows, "replica", 50)["status"] == S.UNREACHABLE
+    # Per-replica state: one map entry per replica.
+    assert len(harness.tester.peekMapState("replicas", KEY)) == 103

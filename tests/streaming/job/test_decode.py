@@ -136,8 +136,9 @@ def test_valid_records_become_envelope_rows_with_foreign_fields_null(spark):
     fetch_row = {**empty, **events.to_dict(FETCH)}
     snap = events.to_dict(SNAPSHOT)
     snap_row = {**empty, **snap, "voters": [tuple(v.values()) for v in snap["voters"]], "observers": []}
-    expected = spark.createDataFrame([tuple(fetch_row[f.name] for f in schema.fields),
-                                      tuple(snap_row[f.name] for f in schema.fields)], schema)
+    expected = spark.createDataFrame([tuple(fetch_row[f.name] for f in schema.fields) + (0, 0),
+                                      tuple(snap_row[f.name] for f in schema.fields) + (0, 1)],
+                                     schema.add("_kafka_partition", "int").add("_offset", "long"))
     assert_df_equality(df, expected, ignore_row_order=True, ignore_nullable=True)
 
 
