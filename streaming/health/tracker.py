@@ -205,6 +205,7 @@ class QuorumTracker:
         node, epoch, leader = int(rec["node_id"]), int(rec["epoch"]), int(rec["leader_id"])
         state, hw = rec["state"], int(rec["high_watermark"])
         voter_set = rec.get("voter_set")
+        voter_set = [int(v) for v in voter_set] if voter_set is not None else []  # pandas gives arrays
         self._report(node, epoch, state, leader, t, hw)
         role = "observer" if state == "observer" else "voter"
         if voter_set:
@@ -251,8 +252,8 @@ class QuorumTracker:
         s = self.s
         epoch, leader = int(rec["leader_epoch"]), int(rec["leader_id"])
         interval = int(rec.get("poll_interval_ms") or -1)
-        voters = list(rec.get("voters") or [])
-        observers = list(rec.get("observers") or [])
+        voters = [] if rec.get("voters") is None else list(rec["voters"])  # pandas gives arrays
+        observers = [] if rec.get("observers") is None else list(rec["observers"])
         s["poll"] = {"interval": interval, "ok_ms": t, "failures": 0, "error": None,
                      "answered_by": int(rec.get("answered_by") or -1)}
         leader_row = next((v for v in voters if int(v["replica_id"]) == leader), None)
@@ -709,9 +710,10 @@ class QuorumTracker:
         """Apply hysteresis: worse statuses apply at once, better ones after recovery_hold_ms.
         A status entered while the quorum was silent is no evidence, so it clears at once."""
         cur = holder["status"]
-        if cur is None:
+        if cur is None or (cur.get("initial") and candidate in (S.CAUGHT_UP, S.HEALTHY)):
+            # A first verdict, or a first good one after "no evidence yet": news to nobody.
             holder["status"] = {"status": candidate, "since": now_ms, "reason": reason, "silent": silent,
-                                "pending_since": -1}
+                                "pending_since": -1, "initial": cur is None and candidate == S.UNKNOWN}
             return
         if candidate == cur["status"]:
             cur["reason"], cur["pending_since"] = reason, -1

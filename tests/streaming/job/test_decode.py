@@ -7,6 +7,7 @@ import json
 import pytest
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from quorum import events
 from streaming.decode import DEAD_LETTER_COLUMNS, check_records, count_by_reason, dead_letters, valid_events
@@ -138,7 +139,7 @@ def test_valid_records_become_envelope_rows_with_foreign_fields_null(spark):
     snap_row = {**empty, **snap, "voters": [tuple(v.values()) for v in snap["voters"]], "observers": []}
     expected = spark.createDataFrame([tuple(fetch_row[f.name] for f in schema.fields) + (0, 0),
                                       tuple(snap_row[f.name] for f in schema.fields) + (0, 1)],
-                                     schema.add("_kafka_partition", "int").add("_offset", "long"))
+                                     schema.add("_kafka_partition", T.IntegerType()).add("_offset", T.LongType()))
     assert_df_equality(df, expected, ignore_row_order=True, ignore_nullable=True)
 
 

@@ -1,0 +1,118 @@
+"""The whole job (embedded broker, local[2]) fed what real quorums send, live: a follower whose
+clock is 3 s ahead, a quorum whose Kafka partition is read 3 s behind the others, and a quorum
+seen only through a collector whose clock is 1 s ahead. Nothing may be flagged while they are
+healthy; then each gets a real fault, which must be flagged on time."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from confluent_kafka import Producer
+
+from prometheus_tools import wait_for
+from quorum.events import encode, from_dict
+from streaming.config import JobConfig
+from streaming.health import statuses as S
+from streaming.job import start_job
+from streaming.sinks import make_batch_writer
+
+from .quorum_script import TOPIC, QuorumScript
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+TRIGGER_MS = 500
+FAULT_AT_S = 14.0
+
+
+class LiveQuorums(threading.Thread):
+    """Publishes three scripted clusters at real-time pace, 100 ms a step."""
+
+    def __init__(self, bootstrap: str, topic: str):
+        super().__init__(daemon=True)
+        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "partitioner": "murmur2_random"})
+        self.topic, self.stop, self.t0 = topic, threading.Event(), int(time.time() * 1000)
+        self.skewed = QuorumScript(cluster="skewed", t0=self.t0)
+        self.skewed.skew[3] = 3000
+        self.late = QuorumScript(cluster="late", t0=self.t0)
+        self.polled = QuorumScript(cluster="polled", t0=self.t0)
+        self.held_back: list[tuple[float, list[dict]]] = []
+        self.faulted = False
+
+    def send(self, records: list[dict]) -> None:
+        for r in records:
+            value = r if isinstance(r, bytes) else encode(from_dict(r))
+            key = f"{r['cluster_id']}/{TOPIC}-0/quorum".encode()
+            self.producer.produce(self.topic, key=key, value=value)
+        self.producer.poll(0)
+
+    def run(self) -> None:
+        step = 0
+        while not self.stop.is_set():
+            step += 1
+            wait = self.t0 / 1000 + step * 0.1 - time.time()
+            if wait > 0:
+                time.sleep(wait)
+            if not self.faulted and time.time() - self.t0 / 1000 >= FAULT_AT_S:
+                self.faulted = True
+                self.skewed.mode[2] = "silent"
+                self.late.mode[3] = "silent"
+            self.send(self.skewed.step())
+            # the late quorum's partition is read 3 s behind: its records arrive 3 s late
+            self.held_back.append((time.time() + 3.0, self.late.step()))
+            while self.held_back and self.held_back[0][0] <= time.time():
+                self.send(self.held_back.pop(0)[1])
+            self.polled.step()
+            if step % 10 == 0:
+                poll = self.polled.poll_error() if self.faulted else self.polled.snapshot(collector_skew=1000)
+                self.send([poll])
+        self.producer.flush(10)
+
+
+def test_skewed_clocks_a_late_partition_and_a_collector_are_judged_right_through_the_job(
+        spark, broker, topic_factory, tmp_path):
+    topic = topic_factory(partitions=2)
+    cfg = JobConfig.from_dict({
+        "source": {"kind": "python", "bootstrap_servers": broker.bootstrap, "topic": topic,
+                   "starting_offsets": "earliest"},
+        "job": {"checkpoint_location": str(tmp_path / "checkpoint"), "trigger_interval_ms": TRIGGER_MS},
+        "dead_letters": {"path": str(tmp_path / "dead"), "trigger_interval_ms": 2000},
+        "health": {"tick_ms": TRIGGER_MS},
+        "sink": {"prometheus": {"mode": "off"}}})
+    writer = make_batch_writer(cfg.sink, cfg.health)
+    seen: list[tuple[float, dict]] = []
+    apply = writer.snapshot.apply
+
+    def apply_and_keep(rows):
+        applied = apply(rows)
+        seen.extend((time.time(), e) for e in applied.events if e["kind"] == "transition")
+        return applied
+    writer.snapshot.apply = apply_and_keep
+    job = start_job(spark, cfg, writer)
+    wait_for(lambda: job.health_query.lastProgress is not None, 120, "the job's first micro-batch")
+    live = LiveQuorums(broker.bootstrap, topic)
+    live.start()
+
+    def flagged(cluster: str, replica: int | None, status: str) -> list[float]:
+        return [w for w, e in seen if e["cluster_id"] == cluster and e.get("replica_id") == replica
+                and e["status"] == status]
+    try:
+        wait_for(lambda: flagged("skewed", 2, S.UNREACHABLE) and flagged("late", 3, S.UNREACHABLE)
+                 and flagged("polled", None, S.LEADERLESS), 60, f"the real faults flagged; seen {seen}")
+    finally:
+        live.stop.set()
+        live.join()
+        job.stop()
+    fault_wall = live.t0 / 1000 + FAULT_AT_S
+    before = [e for w, e in seen if w < fault_wall + 1.0]
+    assert before == [], f"flagged while healthy: {before}"
+    # Each fault flagged within its threshold + 2 s (the late quorum: + its 3 s of lateness).
+    threshold = cfg.health.unreachable_after_ms / 1000
+    assert flagged("skewed", 2, S.UNREACHABLE)[0] - fault_wall <= threshold + 2
+    assert flagged("late", 3, S.UNREACHABLE)[0] - fault_wall <= threshold + 3 + 2
+    assert flagged("polled", None, S.LEADERLESS)[0] - fault_wall <= threshold + 1 + 2
+    # and nothing else was flagged: only the faulted replicas and the quorums they degrade
+    others = {(e["cluster_id"], e.get("replica_id"), e["status"]) for _, e in seen}
+    assert others <= {("skewed", 2, S.UNREACHABLE), ("skewed", None, S.DEGRADED), ("late", 3, S.UNREACHABLE),
+                      ("late", None, S.DEGRADED), ("polled", None, S.LEADERLESS),
+                      ("polled", 1, S.UNKNOWN), ("polled", 2, S.UNKNOWN), ("polled", 3, S.UNKNOWN)}, others
