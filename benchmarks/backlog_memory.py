@@ -26,11 +26,13 @@ def _children(pid: int) -> list[int]:
     out, todo = [], [pid]
     while todo:
         p = todo.pop()
-        try:
-            with open(f"/proc/{p}/task/{p}/children") as f:
-                kids = [int(k) for k in f.read().split()]
+        kids = []
+        try:  # every thread's children: the JVM forks its Python workers from other threads
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    kids += [int(k) for k in f.read().split()]
         except OSError:
-            kids = []
+            pass
         out += kids
         todo += kids
     return out

@@ -37,18 +37,21 @@ def new_clock() -> dict[str, Any]:
 
 
 def observe(clock: dict[str, Any], source: str, stamp: int, live_window_ms: int,
-            lead: str | None = None) -> tuple[int, int]:
-    """Fold one stamp of `source` in. Returns its quorum time (never after the clock) and how far
-    ahead of every other live source it was (0 when it was not, or no other source is live).
-    `lead` names the current leader's source, whose clock may lead the others: the leader's
-    records are the quorum's heartbeat."""
+            lead: str | None = None) -> tuple[int, int, int]:
+    """Fold one stamp of `source` in. Returns its quorum time (never after the clock), how far
+    ahead of every other live source it was (0 when it was not, or no other source is live), and
+    how late it came (the re-anchoring; 0 for a record on time): one late record is evidence of
+    its own moment, not of now. `lead` names the current leader's source, whose clock may lead
+    the others: the leader's records are the quorum's heartbeat."""
     sources = clock["sources"]
     if clock["now"] < 0:
         clock["now"] = stamp
     entry = sources.get(source)
     if entry is None:
         entry = sources[source] = [stamp - clock["now"], clock["now"]]
+    late = 0
     if stamp - entry[0] < clock["now"] - live_window_ms // 4:
+        late = clock["now"] - (stamp - entry[0])
         entry[0] = stamp - clock["now"]
     t = stamp - entry[0]
     entry[1] = t
@@ -64,7 +67,7 @@ def observe(clock: dict[str, Any], source: str, stamp: int, live_window_ms: int,
         proposal = max(proposal, t)
     if proposal > clock["now"]:
         clock["now"] = proposal
-    return min(t, clock["now"]), ahead
+    return min(t, clock["now"]), ahead, late
 
 
 def anchor_processing(clock: dict[str, Any], proc_ms: int) -> None:

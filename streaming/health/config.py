@@ -77,6 +77,7 @@ class HealthConfig:
     unreachable_after_ms: int | None = None   # no valid fetch this long while the leader is alive: fetch timeout
     lagging_after_ms: int | None = None       # not caught up within this long: lagging; fetch timeout
     stall_after_ms: int = 10_000              # still fetching but not caught up this long: stalled
+    slow_fetch_gap_ms: int | None = None      # valid fetches this far apart on average: cause `slow`; fetch timeout / 2
     recovery_hold_ms: int | None = None       # hysteresis: a better status must hold this long; 2 x fetch timeout
 
     # --- quorum statuses ---
@@ -104,6 +105,8 @@ class HealthConfig:
             "hw_stall_after_ms": 4 * self.noop_interval_ms,
             "leader_claim_window_ms": self.fetch_timeout_ms * 3 // 2,
             "input_stall_after_ms": self.fetch_timeout_ms,
+            # A caught-up follower long-polls: a fetch at least every 500 ms when idle.
+            "slow_fetch_gap_ms": self.fetch_timeout_ms // 2,
         }
         for name, value in derived.items():
             if getattr(self, name) is None:

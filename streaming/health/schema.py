@@ -1,8 +1,9 @@
 """The rows the health processor emits: one flat schema, one `kind` per row.
 
-Every evaluation of a quorum (on input or on a timer tick) emits a full snapshot of it:
-one `quorum` row and one `replica` row per replica it knows. Events ride along:
-`transition` (a replica's or the quorum's status changed), `window` (a caught-up, lagging or
+Every evaluation of a quorum (on input or on a timer tick) emits its `quorum` row, and a
+`replica` row for each replica whose shown values changed. Events ride along: `transition` (a
+replica's or the quorum's status changed, with the replica's `cause`), `cause` (a replica's
+status stayed but its cause changed, e.g. `unknown` -> `partitioned` as evidence came in), `window` (a caught-up, lagging or
 unknown interval of a replica closed: the caught-up windows, one row per interval; the open
 intervals stay in state and give `caught_up_ratio`), `truncation` (a replica's log end offset went
 backwards), `forget` (the quorum or a replica was dropped from state, so sinks remove its series),
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 from pyspark.sql import types as T
 
-KINDS = ("quorum", "replica", "transition", "window", "truncation", "forget", "voter_set", "incarnation",
+KINDS = ("quorum", "replica", "transition", "cause", "window", "truncation", "forget", "voter_set", "incarnation",
          "replaced", "rejected")
 EVENT_KINDS = KINDS[2:]
 
@@ -38,7 +39,9 @@ HEALTH_FIELDS: list[tuple[str, T.DataType, str]] = [
     ("role", T.StringType(), "voter | observer (replica rows)"),
     ("status", T.StringType(), "current status (replica, quorum, transition rows)"),
     ("previous_status", T.StringType(), "status before a transition"),
-    ("reason", T.StringType(), "why the status or event, in a few words"),
+    ("reason", T.StringType(), "why the status or event, in a few words, with the evidence"),
+    ("cause", T.StringType(), "replica and transition rows: why it is not caught up (statuses.CAUSES; null when it is)"),
+    ("previous_cause", T.StringType(), "cause rows: the cause before (the status stayed, the evidence told more)"),
     # replica
     ("log_end_offset", T.LongType(), "replica's log end offset as the leader last saw it (-1 unknown)"),
     ("lag_records", T.LongType(), "leader log end offset - replica log end offset (null unknown)"),
@@ -67,6 +70,9 @@ HEALTH_FIELDS: list[tuple[str, T.DataType, str]] = [
     ("incarnation", T.LongType(), "times the cluster was seen formatted anew under the same id"),
     ("voter_ids", T.StringType(), "the voter set in force, comma-separated"),
     ("voter_set_changes_total", T.LongType(), "changes of the voter set in force seen"),
+    ("network_partition", T.BooleanType(), "voters alive but cut off from the leader (or the leader from all)"),
+    ("leader_side_voters", T.StringType(), "voters fetching from the leader, leader included, comma-separated"),
+    ("cut_off_voters", T.StringType(), "voters alive but not reaching the leader, comma-separated"),
     ("leaders_claimed", T.LongType(), "nodes claiming leadership of the current epoch"),
     ("zombie_leaders", T.LongType(), "nodes claiming leadership of an older epoch, still talking"),
     # events

@@ -34,3 +34,12 @@ def is_improvement(kind: str, old: str, new: str) -> bool:
     if old not in rank or new not in rank:
         return False  # to or from unknown: no evidence to hold on to
     return rank[new] < rank[old]
+
+# Why a replica is not caught up (`cause`), from the evidence the job has; see tracker.py.
+PARTITIONED = "partitioned"      # alive (its own records arrive) but its fetches do not reach the leader
+DOWN = "down"                    # nothing from the node at all, or its records stopped with its fetches
+REJECTED = "rejected"            # its fetches reach the leader and are refused (the error is named)
+SLOW = "slow"                    # fetches arrive, but seconds apart
+BEHIND = "behind"                # fetching often, never reaching the leader's log end
+UNDECIDED = "unknown"            # the evidence does not decide
+CAUSES = (PARTITIONED, DOWN, REJECTED, SLOW, BEHIND, UNDECIDED)

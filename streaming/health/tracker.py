@@ -44,6 +44,8 @@ from .config import HealthConfig
 REPLICA_WINDOW_STATE = {S.CAUGHT_UP: W.CAUGHT_UP, S.UNKNOWN: W.UNKNOWN}  # everything else: lagging
 REACHABLE = (S.CAUGHT_UP, S.LAGGING, S.STALLED)
 CAMPAIGNING = ("candidate", "prospective")
+REFUSALS = ("fenced", "unknown_leader_epoch", "offset_out_of_range", "inconsistent_cluster_id")
+SAMPLE_TREND_MS = 3000  # the lag trend of a replica that is behind is measured over the last 3-6 s
 MAX_TIMES_KEPT = 64
 EPOCHS_KEPT = 8
 ZERO_DIRECTORY_ID = "AAAAAAAAAAAAAAAAAAAAAA"  # Kafka's zero UUID, base64url: directory id unknown
@@ -76,7 +78,12 @@ def _new_replica(role: str) -> dict[str, Any]:
     # Fetch and caught-up times are the current leader's clock stamps (see `view`).
     return {"role": role, "dir": None, "leo": -1, "fetch_leader_leo": -1, "last_fetch": -1, "last_caught_up": -1,
             "first_fetch": -1, "own_leo": -1, "diverged_from": -1, "seen_ms": -1, "windows": W.new_windows(),
-            "truncations": 0, "truncated_records": 0, "status": None, "sig": None}
+            "truncations": 0, "truncated_records": 0, "status": None, "sig": None,
+            # evidence for the cause (see _cause): the node's own last record (quorum time), the
+            # leader's last refusal of its fetches, the spacing of its valid fetches (leader
+            # clock, smoothed), a past lag to measure the trend against, its campaigns
+            "own_ms": -1, "own_gap_ms": -1, "rejected": None, "gap_ms": -1, "lag_ref": None, "campaigns": 0,
+            "campaign_epoch": -1}
 
 
 class QuorumTracker:
@@ -89,6 +96,7 @@ class QuorumTracker:
         self.run_id = run_id
         self.events: list[dict[str, Any]] = []  # event rows to emit with the next snapshot
         self.window = cfg.unreachable_after_ms  # sources heard within this long move the clock
+        self._late = 0  # how late the record being folded in came (clocks.observe)
 
     # --- input ------------------------------------------------------------------------------
 
@@ -128,7 +136,8 @@ class QuorumTracker:
             source = COLLECTOR
         stamp = int(rec["time_ms"])
         lead = f"node-{self.s['leader']}" if self.s["leader"] >= 0 else None
-        t, ahead = C.observe(self.s["clock"], source, stamp, self.window, lead)
+        t, ahead, late = C.observe(self.s["clock"], source, stamp, self.window, lead)
+        self._late = late
         # Further ahead of every other clock than any delay explains: this one stamp is wrong.
         # Its content still counts, at the quorum's time, on its clock's own pace.
         return (None if ahead > self.window else stamp), t
@@ -185,8 +194,15 @@ class QuorumTracker:
         if rec["outcome"] == "diverging":
             # the leader told it to cut its log back; its next valid fetch says to where
             r["diverged_from"] = max(r["diverged_from"], int(rec["fetch_offset"]))
+        if rec["outcome"] in REFUSALS:
+            count = r["rejected"][2] + 1 if r["rejected"] is not None else 1
+            r["rejected"] = [rec["outcome"], stamp, count]
         if rec["outcome"] != "valid":
             return
+        if r["last_fetch"] >= 0 and stamp > r["last_fetch"]:
+            gap = stamp - r["last_fetch"]
+            r["gap_ms"] = gap if r["gap_ms"] < 0 else (2 * r["gap_ms"] + gap) // 3
+        r["rejected"], r["campaigns"] = None, 0
         fetch_offset, leader_leo = int(rec["fetch_offset"]), int(rec["leader_log_end_offset"])
         self._truncation_after_divergence(rid, r, fetch_offset, t)
         # KIP-836, in the leader's order (facts file), on the leader's own clock: caught up if the
@@ -212,6 +228,7 @@ class QuorumTracker:
             role = "voter" if node in {int(v) for v in voter_set} else "observer"
         r = self._replica(node, role)
         r["seen_ms"] = max(r["seen_ms"], t)
+        self._own_record(r, state, epoch, t)
         self._own_log_end(node, r, int(rec["log_end_offset"]), t)
         if state == "leader":
             self._claim(node, epoch, t)
@@ -237,6 +254,9 @@ class QuorumTracker:
     def _apply_state_change(self, rec: dict[str, Any], t: int) -> None:
         node, epoch, leader = int(rec["node_id"]), int(rec["epoch"]), int(rec["leader_id"])
         self._report(node, epoch, rec["to_state"], leader, t, None)
+        r = self.s["replicas"].get(str(node))
+        if r is not None:
+            self._own_record(r, rec["to_state"], epoch, t)
         if rec["to_state"] == "leader":
             self._claim(node, epoch, t)
         else:
@@ -316,6 +336,18 @@ class QuorumTracker:
             hw = prev[4]
         self.s["reports"][str(node)] = [epoch, state, leader, t, -1 if hw is None else hw,
                                         prev[4] if prev is not None else -1]
+
+    def _own_record(self, r: dict[str, Any], state: str, epoch: int, t: int) -> None:
+        """A record the node wrote itself: it was alive when it wrote it (a record that came late
+        says so of its own moment, not of now); campaigning counts an election attempt."""
+        t -= self._late
+        if r["own_ms"] >= 0 and t > r["own_ms"]:
+            gap = t - r["own_ms"]
+            r["own_gap_ms"] = gap if r["own_gap_ms"] < 0 else (2 * r["own_gap_ms"] + gap) // 3
+        r["own_ms"] = max(r["own_ms"], t)
+        if state in CAMPAIGNING and epoch > r["campaign_epoch"]:
+            r["campaigns"] += 1
+            r["campaign_epoch"] = epoch
 
     def _hw_advanced_by(self, node: int, hw: int) -> bool:
         report = self.s["reports"].get(str(node))
@@ -582,6 +614,7 @@ class QuorumTracker:
         if emit_snapshot:
             s["emitted_run"] = self.run_id
         raw: dict[int, str] = {}
+        causes: dict[int, str] = {}
         following: set[int] = set()
         for rid in sorted(s["replicas"], key=int):
             r = s["replicas"][rid]
@@ -592,10 +625,16 @@ class QuorumTracker:
                 continue
             status, reason = self._replica_candidate(int(rid), r, leader, leader_alive, view, view_age)
             raw[int(rid)] = status
+            cause = None
+            if status != S.CAUGHT_UP:
+                cause, evidence = self._cause(int(rid), r, status, leader, view, now_ms)
+                causes[int(rid)] = cause
+                reason = f"{reason}; {cause}: {evidence}"
             if status == S.UNKNOWN and leader_alive and self._follows(int(rid), leader, now_ms):
                 following.add(int(rid))
             # The leader's own row is never held: it leads now, whatever it was a moment ago.
-            self._settle(r, status, reason, now_ms, silent, "replica", int(rid), hold=int(rid) != leader)
+            self._settle(r, status, reason, now_ms, silent, "replica", int(rid), hold=int(rid) != leader,
+                         cause=cause)
             closed = W.extend(r["windows"], now_ms, REPLICA_WINDOW_STATE.get(r["status"]["status"], W.LAGGING),
                               cfg.caught_up_horizon_ms)
             if closed is not None:
@@ -611,6 +650,19 @@ class QuorumTracker:
         n_voters = len(voter_set) if voter_set is not None else len(voter_ids)
         caught_up = sum(1 for v in voter_ids if raw.get(v) == S.CAUGHT_UP)
         reachable = sum(1 for v in voter_ids if raw.get(v) in REACHABLE or v in following)
+        # A network partition: voters alive but not reaching the leader (who still fetches from
+        # it is the leader's side); or the leader cut off from every other voter.
+        leader_side = sorted({leader} | {v for v in voter_ids if raw.get(v) in REACHABLE}) if leader_alive else []
+        cut_off = sorted(v for v in voter_ids if causes.get(v) == S.PARTITIONED)
+        partition = ""
+        if cut_off:
+            side_has_majority = len(leader_side) > n_voters // 2
+            if leader_alive and leader_side == [leader] and n_voters > 1:
+                partition = (f"network partition: leader {leader} cut off from every voter ({cut_off} alive); "
+                             f"its side has no majority")
+            else:
+                partition = (f"network partition: voters {cut_off} cut off from leader {leader}; its side "
+                             f"{leader_side} {'holds' if side_has_majority else 'has no'} majority")
         behind = sorted(v for v in voter_ids if raw.get(v) in (S.LAGGING, S.STALLED, S.UNREACHABLE))
         majority = n_voters > 0 and reachable > n_voters // 2
         s["epoch_changes"] = [t for t in s["epoch_changes"] if now_ms - t <= cfg.storm_window_ms]
@@ -632,11 +684,11 @@ class QuorumTracker:
                 # A handover or an election under way: not leaderless until the fetch timeout.
                 status, reason = s["status"]["status"], s["status"]["reason"]
         elif not majority:
-            status, reason = S.NO_MAJORITY, f"{reachable} of {n_voters} voters reachable"
+            status, reason = S.NO_MAJORITY, partition or f"{reachable} of {n_voters} voters reachable"
         elif hw_age is None or hw_age > cfg.hw_stall_after_ms + s["leader_alive_allowance_ms"]:
             status, reason = S.STALLED_QUORUM, f"high watermark {s['hw']} not advanced for {hw_age} ms"
         elif behind:
-            status, reason = S.DEGRADED, f"voters {behind} not caught up"
+            status, reason = S.DEGRADED, partition or f"voters {behind} not caught up"
         elif zombies:
             status, reason = S.DEGRADED, f"zombie leaders {sorted(zombies)}"
         elif leader_changes >= cfg.storm_leader_changes:
@@ -661,7 +713,9 @@ class QuorumTracker:
                 "leader_changes_total": s["leader_changes"], "leader_changes_window": leader_changes,
                 "candidate_epoch": candidate_epoch, "incarnation": s["incarnation"],
                 "voter_ids": ",".join(map(str, voter_set or [])), "voter_set_changes_total": s["voter_set_changes"],
-                "leaders_claimed": len(current_claims), "zombie_leaders": len(zombies)})
+                "leaders_claimed": len(current_claims), "zombie_leaders": len(zombies),
+                "network_partition": bool(cut_off), "leader_side_voters": ",".join(map(str, leader_side)),
+                "cut_off_voters": ",".join(map(str, cut_off))})
         out = self.events + rows if emit_snapshot else []
         if emit_snapshot:
             self.events = []
@@ -705,18 +759,98 @@ class QuorumTracker:
             return S.STALLED, f"fetching but not caught up for {now - behind_since} ms"
         return S.LAGGING, f"not caught up for {now - behind_since} ms"
 
+    def _cause(self, rid: int, r: dict[str, Any], status: str, leader: int, view: dict[str, Any] | None,
+               now_ms: int) -> tuple[str, str]:
+        """Why a replica is not caught up, from the evidence, with the evidence: `rejected` (the
+        leader refuses its fetches), `slow` (fetches seconds apart), `behind` (fetching often,
+        never at the leader's end), `partitioned` (alive by its own records, its fetches not
+        reaching the leader), `down` (nothing from it at all), `unknown` (the evidence does not
+        decide: watched from outside, no live leader, a node that publishes nothing itself)."""
+        cfg, s = self.cfg, self.s
+        own_age = now_ms - r["own_ms"] if r["own_ms"] >= 0 else None
+        # Alive while its own records keep their pace (two of its usual gaps, at most the fetch
+        # timeout); gone once they miss it. In between, a stopped node is not yet told apart.
+        pace = min(2 * r["own_gap_ms"], cfg.unreachable_after_ms) if r["own_gap_ms"] > 0 else cfg.unreachable_after_ms
+        alive = own_age is not None and own_age <= pace + self.window // 8
+        if status == S.UNKNOWN:
+            if own_age is not None and not alive:
+                return S.DOWN, f"nothing from node {rid} for {own_age} ms"
+            return S.UNDECIDED, "no live leader's view to judge its fetches by" if view is None else "no evidence yet"
+        now = view["stamp"]
+        rejected = r["rejected"]
+        if rejected is not None and now - rejected[1] <= cfg.unreachable_after_ms:
+            return S.REJECTED, (f"the leader refuses its fetches: {rejected[0]} ({rejected[2]} in a row, the last "
+                                f"{now - rejected[1]} ms ago)")
+        slow = r["gap_ms"] > cfg.slow_fetch_gap_ms
+        if status in (S.LAGGING, S.STALLED):
+            if slow:
+                return S.SLOW, f"valid fetches {r['gap_ms']} ms apart on average"
+            return S.BEHIND, self._trend(r, now)
+        if view["via"] == "poll" and r["own_ms"] < 0:
+            return S.UNDECIDED, ("watched through DescribeQuorum only: a partition, a crash and a refused fetch "
+                                 "look alike from outside")
+        report = s["reports"].get(str(rid))
+        if alive and report is not None:
+            follows = report[2] == leader and report[0] == s["epoch"]
+            if slow and follows:
+                return S.SLOW, (f"valid fetches {r['gap_ms']} ms apart on average, the last "
+                                f"{now - max(r['last_fetch'], view['since'])} ms ago")
+            if report[1] in CAMPAIGNING:
+                what = f"campaigning in epoch {report[0]} ({r['campaigns']} election attempts)"
+            elif report[1] == "leader":
+                what = f"still acting as leader of epoch {report[0]}"
+            elif report[2] < 0:
+                what = f"follows no leader (epoch {report[0]})"
+            elif not follows:
+                what = f"follows node {report[2]} in epoch {report[0]}"
+            else:
+                # Still following: its own fetch timeout has not run out. A one-way partition or
+                # a stall: not yet told apart.
+                return S.UNDECIDED, (f"node {rid} is alive and follows leader {leader}, but no fetch of it "
+                                     f"arrived for {now - max(r['last_fetch'], view['since'])} ms")
+            return S.PARTITIONED, f"node {rid} is alive (its own record {own_age} ms ago) and {what}"
+        if own_age is None:
+            return S.UNDECIDED, f"node {rid} publishes no records of its own: a partition and a crash look alike"
+        return S.DOWN, f"nothing from node {rid} for {own_age} ms: its records stopped with its fetches"
+
+    def _trend(self, r: dict[str, Any], now: int) -> str:
+        """How far behind, and whether the gap grows or shrinks (and when it would close)."""
+        lag = max(0, self.s["leader_leo"] - r["leo"]) if self.s["leader_leo"] >= 0 and r["leo"] >= 0 else None
+        if lag is None:
+            return "fetching, not at the leader's end"
+        ref = r["lag_ref"]
+        if ref is None or now - ref[2] > 2 * SAMPLE_TREND_MS or now < ref[2]:
+            ref = r["lag_ref"] = [now, lag, now, lag]
+        elif now - ref[2] >= SAMPLE_TREND_MS:
+            ref[0], ref[1], ref[2], ref[3] = ref[2], ref[3], now, lag
+        text = f"{lag} records behind the leader"
+        if now - ref[0] >= 2000:
+            rate = (lag - ref[1]) * 1000 / (now - ref[0])
+            if rate >= 0.5:
+                text += f", the gap growing {rate:.0f} records/s"
+            elif rate <= -0.5:
+                text += f", the gap closing {-rate:.0f} records/s: caught up in about {lag / -rate:.0f} s at that rate"
+            else:
+                text += ", the gap steady"
+        return text
+
     def _settle(self, holder: dict[str, Any], candidate: str, reason: str, now_ms: int, silent: bool,
-                kind: str, rid: int | None, hold: bool) -> None:
+                kind: str, rid: int | None, hold: bool, cause: str | None = None) -> None:
         """Apply hysteresis: worse statuses apply at once, better ones after recovery_hold_ms.
         A status entered while the quorum was silent is no evidence, so it clears at once."""
         cur = holder["status"]
         if cur is None or (cur.get("initial") and candidate in (S.CAUGHT_UP, S.HEALTHY)):
             # A first verdict, or a first good one after "no evidence yet": news to nobody.
             holder["status"] = {"status": candidate, "since": now_ms, "reason": reason, "silent": silent,
-                                "pending_since": -1, "initial": cur is None and candidate == S.UNKNOWN}
+                                "pending_since": -1, "initial": cur is None and candidate == S.UNKNOWN,
+                                "cause": cause}
             return
         if candidate == cur["status"]:
-            cur["reason"], cur["pending_since"] = reason, -1
+            if rid is not None and cause != cur.get("cause") and candidate != S.CAUGHT_UP:
+                # Same status, a better-told reason (unknown -> partitioned as evidence comes in).
+                self._event("cause", replica_id=rid, role=holder["role"], now_ms=now_ms, status=candidate,
+                            cause=cause, previous_cause=cur.get("cause"), reason=reason)
+            cur["reason"], cur["pending_since"], cur["cause"] = reason, -1, cause
             return
         hold_ms = self.cfg.recovery_hold_ms if hold else 0
         if hold_ms > 0 and not cur["silent"] and S.is_improvement(kind, cur["status"], candidate):
@@ -726,10 +860,10 @@ class QuorumTracker:
                 return
         previous = cur["status"]
         holder["status"] = {"status": candidate, "since": now_ms, "reason": reason, "silent": silent,
-                            "pending_since": -1}
+                            "pending_since": -1, "cause": cause}
         fields: dict[str, Any] = {"replica_id": rid}
         if rid is not None:
-            fields["role"] = holder["role"]
+            fields.update(role=holder["role"], cause=cause)
         self._event("transition", now_ms=now_ms, status=candidate, previous_status=previous, reason=reason, **fields)
 
     def _replica_row(self, rid: int, r: dict[str, Any], now_ms: int, leader: int,
@@ -751,6 +885,7 @@ class QuorumTracker:
         return {
             "kind": "replica", "replica_id": rid, "role": r["role"], "now_ms": now_ms,
             "status": r["status"]["status"], "reason": r["status"]["reason"],
+            "cause": r["status"].get("cause") if r["status"]["status"] != S.CAUGHT_UP else None,
             "log_end_offset": r["leo"], "lag_records": lag_records, "lag_ms": lag_ms,
             "last_fetch_ms": lf, "last_fetch_age_ms": max(0, now_ms - lf) if lf >= 0 else None,
             "last_caught_up_ms": lcu,

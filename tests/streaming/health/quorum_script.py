@@ -41,11 +41,12 @@ class QuorumScript:
                                  self.epoch if epoch is None else epoch, replica, role, offset,
                                  self.epoch, max(self.leader_leo, offset), min(self.hw, self.leader_leo), outcome))
 
-    def metrics(self, node: int, *, state=None, leo=None, epoch=None) -> dict[str, Any]:
+    def metrics(self, node: int, *, state=None, leo=None, epoch=None, leader=None) -> dict[str, Any]:
         if state is None:
             state = "leader" if node == self.leader else ("follower" if node in self.voters else "observer")
         leo = self.leo[node] if leo is None else leo
-        return E.to_dict(E.Metrics(self.cluster, TOPIC, PARTITION, self.clock(node), node, state, self.leader,
+        return E.to_dict(E.Metrics(self.cluster, TOPIC, PARTITION, self.clock(node), node, state,
+                                   self.leader if leader is None else leader,
                                    self.epoch if epoch is None else epoch, leo, min(self.hw, leo), -1, -1, -1, -1,
                                    self.voters))
 

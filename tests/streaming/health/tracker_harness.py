@@ -16,9 +16,13 @@ class Monitor:
         self.cfg = cfg or HealthConfig()
         self.state = new_state(*KEY)
         self.rows: list[dict[str, Any]] = []
+        self.offset = 0
 
     def feed(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Records in the order given, as one Kafka partition would deliver them."""
         tracker = QuorumTracker(self.cfg, self.state)
+        for r in records:
+            r["_offset"], self.offset = self.offset, self.offset + 1
         tracker.apply_all(records)
         rows = tracker.evaluate(None, silent=False)
         self.rows += rows

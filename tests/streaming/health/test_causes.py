@@ -1,0 +1,189 @@
+"""Why a replica is not caught up, on scripted quorums: a partitioned voter, a dead one, a
+fenced one, a slow one and one that falls behind are different pages, each with its evidence in
+the reason; and evidence that must not decide (a late record, a skewed clock) does not."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from streaming.health import statuses as S
+
+from .quorum_script import QuorumScript
+from .tracker_harness import Monitor
+
+
+def cut_off(script: QuorumScript, node: int, ms: int, *, state: str = "prospective") -> list[dict]:
+    """`node`'s traffic dropped: no fetches reach the leader, but it runs and publishes metrics:
+    following no leader, campaigning (a new epoch per attempt unless `state` is prospective)."""
+    script.mode[node] = "silent"
+    out = []
+    for i in range(ms // 1000):
+        out += script.run(1000)
+        epoch = script.epoch + (i + 1 if state == "candidate" else 0)
+        out.append(script.metrics(node, state=state, leader=-1, epoch=epoch))
+    return out
+
+
+def cause_of(mon: Monitor, rid: int) -> tuple[str, str, str]:
+    row = mon.replica(rid)
+    return row["status"], row["cause"], row["reason"]
+
+
+def test_a_voter_cut_off_from_the_network_is_partitioned_and_the_quorum_names_the_partition():
+    script, mon = QuorumScript(), Monitor()
+    mon.run(script, 5000)
+    mon.feed(cut_off(script, 3, 5000, state="candidate"))
+    status, cause, reason = cause_of(mon, 3)
+    assert (status, cause) == (S.UNREACHABLE, S.PARTITIONED)
+    assert "alive" in reason and "campaigning in epoch" in reason and "election attempts" in reason
+    q = mon.quorum()
+    assert q["network_partition"] and (q["leader_side_voters"], q["cut_off_voters"]) == ("1,2", "3")
+    assert q["status"] == S.DEGRADED and "network partition: voters [3] cut off from leader 1" in q["reason"] \
+        and "holds majority" in q["reason"]
+    # the transition event carries the cause
+    [event] = [e for e in mon.events("transition") if e.get("replica_id") == 3]
+    assert event["cause"] == S.PARTITIONED
+
+
+def test_a_voter_with_nothing_at_all_from_it_is_down():
+    script, mon = QuorumScript(), Monitor()
+    mon.run(script, 5000)
+    script.mode[3] = "silent"  # no fetches and no metrics: frozen, or killed
+    mon.run(script, 5000)
+    status, cause, reason = cause_of(mon, 3)
+    assert (status, cause) == (S.UNREACHABLE, S.DOWN) and "nothing from node 3" in reason
+    assert not mon.quorum()["network_partition"]
+
+
+@pytest.mark.parametrize("outcome", ["fenced", "inconsistent_cluster_id", "offset_out_of_range"])
+def test_a_voter_whose_fetches_are_refused_is_rejected_with_the_error_named(outcome):
+    script, mon = QuorumScript(), Monitor()
+    mon.run(script, 5000)
+    script.mode[3] = "silent"
+    for _ in range(10):
+        batch = script.run(500)
+        batch.append(script.fetch(3, script.leo[3], outcome=outcome))
+        batch.append(script.metrics(3))
+        mon.feed(batch)
+    status, cause, reason = cause_of(mon, 3)
+    assert (status, cause) == (S.UNREACHABLE, S.REJECTED) and outcome in reason
+
+
+def test_a_voter_fetching_seconds_apart_is_slow():
+    script, mon = QuorumScript(), Monitor()
+    mon.run(script, 5000)
+    for i in range(12):  # a slowed disk: one valid fetch every 3 s, caught up each time
+        batch = [r for r in script.run(1000) if not (r["type"] == "fetch" and r["replica_id"] == 3)]
+        if i % 3 == 0:
+            batch.append(script.fetch(3, script.leader_leo))
+        mon.feed(batch)
+    causes = [r["cause"] for r in mon.rows if r["kind"] == "replica" and r["replica_id"] == 3 and r["cause"]]
+    # before its first slow fetch arrives it is not yet told apart from a stall; never a crash
+    assert causes[-1] == S.SLOW and set(causes) <= {S.SLOW, S.UNDECIDED}
+    assert "ms apart on average" in mon.replica(3)["reason"]
+
+
+def test_a_voter_fetching_often_but_never_at_the_end_is_behind_with_the_trend():
+    script, mon = QuorumScript(), Monitor()
+    mon.run(script, 5000)
+    script.mode[3] = "stuck"
+    mon.run(script, 30_000)
+    status, cause, reason = cause_of(mon, 3)
+    assert (status, cause) == (S.STALLED, S.BEHIND)
+    assert "records behind the leader" in reason and "growing 2 records/s" in reason
+    # catching up: one record a fetch, ten fetches a second, while the leader appends 2 a second
+    for _ in range(5):
+        batch = []
+        for _ in range(10):
+            script.t += 100
+            if script.t % 500 == 0:
+                script.leader_leo += 1
+            script.leo[3] += 1
+            batch += [script.fetch(3, script.leo[3]), script.fetch(2, script.leader_leo)]
+        mon.feed(batch + [script.metrics(n) for n in (1, 2, 3)])
+    status, cause, reason = cause_of(mon, 3)
+    # 8 records/s net, give or take one for where the measuring window's ends fall
+    assert cause == S.BEHIND and re.search(r"closing [789] records/s: caught up in about \d+ s", reason), reason
+
+
+def test_without_a_live_leader_the_cause_is_unknown_not_a_guess():
+    script, mon = QuorumScript(), Monitor()
+    mon.run(script, 5000)
+    script.leader_talks, script.noops = False, False
+    mon.run(script, 4000)
+    assert mon.quorum()["status"] == S.LEADERLESS
+    assert {cause_of(mon, r)[1] for r in (2, 3)} == {S.UNDECIDED}
+
+
+def test_from_outside_a_partition_a_crash_and_a_refusal_look_alike():
+    script, mon = QuorumScript(), Monitor()
+    for _ in range(10):
+        script.run(1000)
+        mon.feed([script.snapshot()])
+    script.mode[3] = "silent"
+    for _ in range(5):
+        script.run(1000)
+        mon.feed([script.snapshot()])
+    status, cause, reason = cause_of(mon, 3)
+    assert (status, cause) == (S.UNREACHABLE, S.UNDECIDED) and "DescribeQuorum" in reason
+
+
+def test_a_leader_cut_off_from_everyone_is_a_partition_of_the_leader_then_the_new_side_is_healthy():
+    script, mon = QuorumScript(), Monitor()
+    mon.run(script, 5000)
+    # node 1 (leader, epoch 5) isolated: no fetches reach it; it keeps publishing as leader
+    script.mode[2] = script.mode[3] = "silent"
+    script.noops = False
+    for _ in range(3):
+        batch = script.run(1000)
+        batch += [script.metrics(n, state="prospective", leader=-1) for n in (2, 3)]
+        mon.feed(batch)
+    q = mon.quorum()
+    assert q["status"] == S.NO_MAJORITY and "leader 1 cut off from every voter" in q["reason"]
+    assert (q["leader_side_voters"], q["cut_off_voters"]) == ("1", "2,3")
+    # 2 and 3 elect 2 in epoch 6; node 1 still acts as leader of epoch 5 for a while (a zombie)
+    script.epoch, script.leader = 6, 2
+    script.mode = {1: "silent", 3: "follow"}
+    script.noops = True
+    for _ in range(6):  # past the quorum's recovery hold (from no majority)
+        batch = [script.state_change(2, "leader", leader=2, from_state="candidate")] + script.run(1000)
+        batch.append(script.metrics(1, state="leader", leader=1, epoch=5))
+        mon.feed(batch)
+    q = mon.quorum()
+    assert (q["leader_id"], q["leader_epoch"], q["zombie_leaders"]) == (2, 6, 1)
+    assert q["cut_off_voters"] == "1" and "its side [2, 3] holds majority" in q["reason"]
+    status, cause, reason = cause_of(mon, 1)
+    assert (status, cause) == (S.UNREACHABLE, S.PARTITIONED) and "still acting as leader of epoch 5" in reason
+    # healed: node 1 follows the new leader; the quorum is healthy again
+    script.mode = {1: "follow", 3: "follow"}
+    mon.run(script, 10_000)
+    q = mon.quorum()
+    assert (q["status"], q["network_partition"]) == (S.HEALTHY, False)
+
+
+def test_a_late_record_from_a_dead_node_does_not_make_it_alive():
+    script, mon = QuorumScript(), Monitor()
+    mon.run(script, 5000)
+    script.mode[3] = "silent"
+    stale = script.metrics(3)  # written just before it died, delivered 4 s later
+    mon.run(script, 4000)
+    mon.feed(script.run(500) + [stale])
+    mon.run(script, 500)
+    assert cause_of(mon, 3)[:2] == (S.UNREACHABLE, S.DOWN)
+    assert [e["cause"] for e in mon.events("transition") if e.get("replica_id") == 3] == [S.DOWN]
+
+
+@pytest.mark.parametrize("skew_ms", [-3000, 3000, 240_000])
+def test_a_skewed_clock_decides_no_cause(skew_ms):
+    script, mon = QuorumScript(), Monitor()
+    script.skew[3] = skew_ms
+    mon.run(script, 5000)
+    mon.feed(cut_off(script, 3, 5000))
+    assert cause_of(mon, 3)[:2] == (S.UNREACHABLE, S.PARTITIONED)
+    script2, mon2 = QuorumScript(), Monitor()
+    script2.skew[3] = skew_ms
+    mon2.run(script2, 5000)
+    script2.mode[3] = "silent"
+    mon2.run(script2, 5000)
+    assert cause_of(mon2, 3)[:2] == (S.UNREACHABLE, S.DOWN)
