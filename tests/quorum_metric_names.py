@@ -4,7 +4,7 @@ Rules and dashboard panels may only use these, so a rename on either side fails 
 REPLICA_METRICS = {
     "quorum_replica_lag_records", "quorum_replica_lag_seconds", "quorum_replica_last_fetch_age_seconds",
     "quorum_replica_caught_up_ratio", "quorum_replica_status", "quorum_replica_truncations_total",
-    "quorum_replica_truncated_records_total",
+    "quorum_replica_truncated_records_total", "quorum_replica_cause",
 }
 QUORUM_METRICS = {
     "quorum_leader_id", "quorum_leader_epoch", "quorum_high_watermark", "quorum_high_watermark_age_seconds",
@@ -12,6 +12,7 @@ QUORUM_METRICS = {
     "quorum_elections_total", "quorum_epoch_changes_window", "quorum_leaders_claimed",
     "quorum_zombie_leaders", "quorum_status", "quorum_leader_changes_total", "quorum_leader_changes_window",
     "quorum_candidate_epoch", "quorum_incarnations_total", "quorum_voter_set_changes_total",
+    "quorum_network_partition", "quorum_voters_cut_off",
 }
 MONITOR_METRICS = {
     "quorum_monitor_input_records_total", "quorum_monitor_invalid_records_total",
@@ -23,6 +24,7 @@ MONITOR_METRICS = {
 ALL_METRICS = REPLICA_METRICS | QUORUM_METRICS | MONITOR_METRICS
 REPLICA_STATUSES = ("caught_up", "lagging", "stalled", "unreachable", "unknown")
 QUORUM_STATUSES = ("healthy", "degraded", "no_majority", "leaderless", "stalled", "split_brain")
+CAUSES = ("partitioned", "down", "rejected", "slow", "behind", "unknown")
 
 
 def metric_names_in(promql: str) -> set[str]:

@@ -26,7 +26,8 @@ def render(snapshot: HealthSnapshot, events: list[dict[str, Any]], batch_id: int
             if r["status"] == "caught_up" and not show_healthy:
                 continue
             ratio = "-" if r["caught_up_ratio"] is None else f"{r['caught_up_ratio']:.0%}"
-            lines.append(f"    {r['role']:<8} {rid:>4}  {r['status']:<11} lag {_fmt(r['lag_records'])} rec "
+            cause = f" ({r['cause']})" if r.get("cause") else ""
+            lines.append(f"    {r['role']:<8} {rid:>4}  {r['status'] + cause:<23} lag {_fmt(r['lag_records'])} rec "
                          f"{_fmt(r['lag_ms'], 'ms')}  last fetch {_fmt(r['last_fetch_age_ms'], 'ms')} ago  "
                          f"caught up {ratio}  ({r['reason']})")
     for e in events:
@@ -35,6 +36,10 @@ def render(snapshot: HealthSnapshot, events: list[dict[str, Any]], batch_id: int
         who = "quorum" if e.get("replica_id") is None else f"replica {e['replica_id']}"
         if e["kind"] == "transition":
             what = f"{e['previous_status']} -> {e['status']} ({e['reason']})"
+        elif e["kind"] == "cause":
+            what = f"{e['status']}: {e.get('previous_cause')} -> {e['cause']} ({e['reason']})"
+        elif e["kind"] in ("voter_set", "incarnation", "replaced", "rejected"):
+            what = f"{e['kind'].replace('_', ' ')}: {e['reason']}"
         elif e["kind"] == "truncation":
             what = f"truncated, {e['records_lost']} records lost ({e['reason']})"
         else:

@@ -13,7 +13,7 @@ from typing import Any, Iterator
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from streaming.health.statuses import QUORUM_STATUSES, REPLICA_STATUSES
+from streaming.health.statuses import CAUSES, QUORUM_STATUSES, REPLICA_STATUSES
 
 from .monitor import MonitorMetrics
 from .snapshot import HealthSnapshot, QuorumView
@@ -45,6 +45,8 @@ def health_families(views: list[QuorumView]) -> list[Metric]:
     )}
     replica_status = GaugeMetricFamily("quorum_replica_status", "Replica status as a state set (1 = current).",
                                        labels=REPLICA_LABELS + ["status"])
+    replica_cause = GaugeMetricFamily("quorum_replica_cause", "Why the replica is not caught up, as a state set "
+                                      "(all 0 while it is caught up).", labels=REPLICA_LABELS + ["cause"])
     q = {name: GaugeMetricFamily(name, doc, labels=QUORUM_LABELS) for name, doc in (
         ("quorum_leader_id", "Current leader node id (-1 none)."),
         ("quorum_leader_epoch", "Highest leader epoch seen."),
@@ -57,6 +59,8 @@ def health_families(views: list[QuorumView]) -> list[Metric]:
         ("quorum_epoch_changes_window", "Epoch adoptions within the storm window."),
         ("quorum_leader_changes_window", "New leaders within the storm window (the election storm rule)."),
         ("quorum_candidate_epoch", "Highest epoch voters campaign for above the current one (-1 none)."),
+        ("quorum_network_partition", "1 when voters are alive but cut off from the leader (or it from all)."),
+        ("quorum_voters_cut_off", "Voters alive but not reaching the leader."),
         ("quorum_leaders_claimed", "Nodes claiming leadership in the current epoch."),
         ("quorum_zombie_leaders", "Nodes claiming leadership of an older epoch, still talking."),
     )}
@@ -80,6 +84,8 @@ def health_families(views: list[QuorumView]) -> list[Metric]:
                             ("quorum_epoch_changes_window", qr["epoch_changes_window"]),
                             ("quorum_leader_changes_window", qr["leader_changes_window"]),
                             ("quorum_candidate_epoch", qr["candidate_epoch"]),
+                            ("quorum_network_partition", 1 if qr.get("network_partition") else 0),
+                            ("quorum_voters_cut_off", len([v for v in (qr.get("cut_off_voters") or "").split(",") if v])),
                             ("quorum_leaders_claimed", qr["leaders_claimed"]),
                             ("quorum_zombie_leaders", qr["zombie_leaders"])):
             q[name].add_metric(ql, _num(value))
@@ -98,7 +104,9 @@ def health_families(views: list[QuorumView]) -> list[Metric]:
             c["quorum_replica_truncated_records"].add_metric(rl, _num(rr["truncated_records_total"]))
             for status in REPLICA_STATUSES:
                 replica_status.add_metric(rl + [status], 1.0 if rr["status"] == status else 0.0)
-    return [*g.values(), *c.values(), replica_status, *q.values(), *counters.values(), quorum_status]
+            for cause in CAUSES:
+                replica_cause.add_metric(rl + [cause], 1.0 if rr.get("cause") == cause else 0.0)
+    return [*g.values(), *c.values(), replica_status, replica_cause, *q.values(), *counters.values(), quorum_status]
 
 
 def monitor_families(monitor: MonitorMetrics, extra_labels: dict[str, str] | None = None) -> list[Metric]:
