@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_INTERVAL_MS = 1000
 DEFAULT_UNREACHABLE_AFTER_MS = 2000  # the streaming job's health.unreachable_after_ms default
+PROBE_TIMEOUT_S = 0.2  # a refused connection is answered within a round trip
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,7 @@ class QuorumPoller:
         self.partition = partition
         self.want_cluster_id = want_cluster_id
         self._admin = None
+        self._preferred: Any = None  # the node that answered last
         self._lock = threading.Lock()
 
     def poll(self) -> PollOutcome:
@@ -162,12 +164,16 @@ class QuorumPoller:
             if worker.is_alive():
                 box["abandoned"] = True
                 self._drop_admin()
-                return PollOutcome(latency, error="timeout")
+                bootstrapping = "admin" not in box
+        if worker.is_alive():
+            # kafka-python reports a refused bootstrap connection only as its own timeout
+            name = probe(self.bootstrap, PROBE_TIMEOUT_S) if bootstrapping else "timeout"
+            return PollOutcome(int((time.monotonic() - start) * 1000) if name != "timeout" else latency, error=name)
         if "error" in box:
             e = box["error"]
             code, name = client_failure(e)
             if box.get("bootstrap_failed"):
-                name = probe(self.bootstrap, self.timeout_ms / 1000 - (time.monotonic() - start))
+                name = probe(self.bootstrap, min(self.timeout_ms / 1000 - (time.monotonic() - start), 1.0))
                 latency = int((time.monotonic() - start) * 1000)
             elif code < 0 and not isinstance(e, DescribeError):
                 self._drop_admin()  # a broken connection: bootstrap again next time
@@ -195,10 +201,13 @@ class QuorumPoller:
         from kafka import KafkaAdminClient
         with self._lock:
             if self._admin is not None:
+                box["admin"] = True
                 return self._admin
         try:
+            # bootstrap gives up early enough to leave time for naming the failure (`probe`)
             admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=self.timeout_ms,
-                                     bootstrap_timeout_ms=self.timeout_ms, client_id="quorum-collector",
+                                     bootstrap_timeout_ms=max(1, self.timeout_ms * 3 // 4),
+                                     client_id="quorum-collector",
                                      **self.client_config)
         except Exception:
             box["bootstrap_failed"] = True
@@ -208,21 +217,41 @@ class QuorumPoller:
                 threading.Thread(target=admin.close, daemon=True).start()
                 raise TimeoutError("abandoned")
             self._admin = admin
+            box["admin"] = True
         return admin
 
     async def _describe(self, admin) -> tuple[Any, Any]:
-        """DescribeQuorum sent to one node the client picks (the highest version both speak: v2
-        against Kafka 3.8+ and this project's nodes), so the node that answered is known."""
-        from kafka.errors import NodeNotReadyError
+        """DescribeQuorum sent to one node at a time (at the highest version both speak: v2
+        against Kafka 3.8+ and this project's nodes), so the node that answered is known: the one
+        that answered last time first, then the others while a node cannot be reached (a broker
+        that is down is not a quorum without a leader). An error answer is an answer."""
+        import kafka.errors as Errors
         from kafka.protocol.admin import DescribeQuorumRequest
         manager = admin._manager
-        node_id = manager.least_loaded_node()
-        if node_id is None:
-            raise NodeNotReadyError("no node of the cluster is ready")
         T = DescribeQuorumRequest.TopicData
         request = DescribeQuorumRequest(topics=[T(topic_name=self.topic,
                                                   partitions=[T.PartitionData(partition_index=self.partition)])])
-        return node_id, await manager.send(request, node_id=node_id)
+        tried: list[Any] = []
+        failure: Exception = Errors.NodeNotReadyError("no node of the cluster is ready")
+        while (node_id := self._next_node(manager, tried)) is not None:
+            tried.append(node_id)
+            try:
+                response = await manager.send(request, node_id=node_id)
+            except (Errors.KafkaConnectionError, Errors.NodeNotReadyError, ConnectionError) as e:
+                failure = e
+                continue
+            self._preferred = node_id
+            return node_id, response
+        raise failure
+
+    def _next_node(self, manager, tried: list[Any]) -> Any:
+        known = [b.node_id for b in manager.cluster.brokers()]
+        if self._preferred in known and self._preferred not in tried:
+            return self._preferred
+        node_id = manager.least_loaded_node()
+        if node_id is not None and node_id not in tried:
+            return node_id
+        return next((n for n in known if n not in tried), None)
 
     def _drop_admin(self) -> None:
         admin, self._admin = self._admin, None
