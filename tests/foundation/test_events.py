@@ -208,3 +208,10 @@ def test_the_contract_document_lists_every_field_and_reject_code():
             assert f"| `{fs.name}` |" in doc, f"docs/events.md misses {fs.name}"
     for code in ContractError.CODES:
         assert f"`{code}`" in doc, f"docs/events.md misses reject code {code}"
+
+
+def test_tail_prints_one_line_for_every_record_type():
+    from quorum.tail import describe
+    lines = [describe(r) for r in ALL]
+    assert len(lines) == len(ALL) and all("c1/__cluster_metadata-0" in line for line in lines)
+    assert "NOT_LEADER_OR_FOLLOWER (code 6)" in describe(POLL_ERROR) and "by n2 in 12 ms" in describe(SNAPSHOT_V2)
