@@ -160,14 +160,17 @@ class QuorumPoller:
         worker.start()
         worker.join(self.timeout_ms / 1000)
         latency = int((time.monotonic() - start) * 1000)
-        with self._lock:
-            if worker.is_alive():
+        with self._lock:  # decided once: a worker finishing now is abandoned all the same
+            abandoned = worker.is_alive()
+            if abandoned:
                 box["abandoned"] = True
                 self._drop_admin()
                 bootstrapping = "admin" not in box
-        if worker.is_alive():
+        if abandoned:
+            if not bootstrapping:
+                return PollOutcome(latency, error="timeout")
             # kafka-python reports a refused bootstrap connection only as its own timeout
-            name = probe(self.bootstrap, PROBE_TIMEOUT_S) if bootstrapping else "timeout"
+            name = probe(self.bootstrap, PROBE_TIMEOUT_S)
             return PollOutcome(int((time.monotonic() - start) * 1000) if name != "timeout" else latency, error=name)
         if "error" in box:
             e = box["error"]
@@ -302,6 +305,9 @@ def run(args: argparse.Namespace) -> int:
     from quorum.describe_tool import admin_config
     from quorum.node.publisher import EventPublisher
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # a cluster that is down would make kafka-python log every reconnect, every second; the
+    # collector logs each change of the polls' outcome itself, and publishes every failure
+    logging.getLogger("kafka").setLevel(logging.CRITICAL)
     problem = check_arguments(args)
     if problem:
         print(f"error: {problem}", file=sys.stderr)

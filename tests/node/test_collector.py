@@ -10,6 +10,7 @@ import pytest
 
 from quorum import collector, events
 from quorum.cli import main
+from quorum.describe_tool import quorum_info
 from quorum.embedded_broker import free_port
 from quorum.node.local_cluster import FAST, Cluster
 from quorum.storage.meta import directory_id
@@ -122,6 +123,10 @@ def test_a_healthy_quorum_gives_one_snapshot_per_poll_with_latency_answerer_and_
         follower = next(i for i in c.voter_ids if i != leader)
         assert collect(broker, topic, c.bootstrap(follower), interval_ms=1000, cluster_id=None, count=4) == 0
         got = read_keyed(broker.bootstrap, topic, 4)
+        for version in (0, 1):  # older clients still get their answer, without directory ids or nodes
+            old = quorum_info(c.describe_direct(leader, version))
+            assert old.leader_id == leader and sorted(v.replica_id for v in old.voters) == c.voter_ids
+            assert {v.directory_id for v in old.voters} == {events.UNKNOWN_DIRECTORY_ID} and old.nodes == {}
     finally:
         c.stop_all()
     assert len(got) == 4
