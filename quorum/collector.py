@@ -1,67 +1,318 @@
-"""Poll DescribeQuorum of any KRaft cluster and publish `quorum_snapshot` records, so that a
-cluster we cannot modify (a real Kafka, say) is watched by the same streaming job as the
-quorum nodes of this project.
+"""Poll DescribeQuorum of any KRaft cluster and publish one record per poll, so that a cluster
+we cannot modify (a real Kafka, say) is watched by the same streaming job as the quorum nodes
+of this project.
 
-  quorum collect --bootstrap-server kafka-1:9092 --interval-ms 1000 \\
+  quorum collect --bootstrap-server kafka-1:9092 --cluster-id CLUSTER_ID \\
       --events-bootstrap-server monitor:9092 --events-topic quorum-events
 
-Uses kafka-python's admin client (describe_cluster for the cluster id,
-describe_metadata_quorum for the quorum). A failed poll is logged and retried at the next
-interval; publishing never blocks polling (bounded buffer, oldest dropped first).
+Every poll gives exactly one record: `quorum_snapshot` when the quorum answered (with the
+poll's latency and the node that answered), `quorum_poll_error` when it did not (Kafka's error,
+such as NOT_LEADER_OR_FOLLOWER when no leader is elected, or the client's failure: timeout,
+connection_refused), so a leaderless or unreachable quorum is seen as one, never as silence.
+A poll is abandoned after --timeout-ms (default: the interval), so a hanging cluster still
+gives a record every interval.
+
+The interval is checked against the streaming job's `health.unreachable_after_ms`
+(--unreachable-after-ms): at least two polls must fall within it, or the collector refuses
+to start (exit code 2), naming the numbers.
+
+Uses kafka-python's admin client (DescribeCluster for the cluster id, DescribeQuorum v2 sent to
+one node it picks, so the answer's node is known). Publishing never blocks polling (bounded
+buffer, oldest dropped first). Records are keyed per quorum (`events.quorum_key`).
 """
 from __future__ import annotations
 
 import argparse
 import logging
 import signal
+import socket
 import sys
+import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from quorum import events
+from quorum.describe_tool import DescribeError, QuorumInfo, kafka_error_name, quorum_info
+from quorum.poll_interval import check_poll_interval
 
 log = logging.getLogger(__name__)
 
+DEFAULT_INTERVAL_MS = 1000
+DEFAULT_UNREACHABLE_AFTER_MS = 2000  # the streaming job's health.unreachable_after_ms default
+PROBE_TIMEOUT_S = 0.2  # a refused connection is answered within a round trip
+
+
+@dataclass(frozen=True)
+class PollOutcome:
+    """What one DescribeQuorum poll gave: the quorum state, or the error."""
+    latency_ms: int
+    answered_by: int = -1
+    info: QuorumInfo | None = None
+    cluster_id: str | None = None
+    error_code: int = -1
+    error: str = ""
+    leader_id: int = -1
+    leader_epoch: int = -1
+
 
 def snapshot(result: dict[str, Any], cluster_id: str, source: str, now_ms: int,
-             topic: str = "__cluster_metadata", partition: int = 0) -> events.QuorumSnapshot:
-    """The QuorumSnapshot record of one describe_metadata_quorum() result."""
-    from quorum.describe_tool import quorum_info
-    info = quorum_info(result, topic, partition)
+             topic: str = "__cluster_metadata", partition: int = 0, *, poll_interval_ms: int = -1,
+             latency_ms: int = -1, answered_by: int = -1) -> events.QuorumSnapshot:
+    """The QuorumSnapshot record of one DescribeQuorum answer (admin result or raw to_dict())."""
+    return snapshot_of(quorum_info(result, topic, partition), cluster_id, source, now_ms, topic, partition,
+                       poll_interval_ms=poll_interval_ms, latency_ms=latency_ms, answered_by=answered_by)
 
+
+def snapshot_of(info: QuorumInfo, cluster_id: str, source: str, now_ms: int, topic: str = "__cluster_metadata",
+                partition: int = 0, *, poll_interval_ms: int = -1, latency_ms: int = -1,
+                answered_by: int = -1) -> events.QuorumSnapshot:
     def rs(r) -> events.ReplicaState:
-        return events.ReplicaState(r.replica_id, r.log_end_offset, r.last_fetch_timestamp, r.last_caught_up_timestamp)
+        return events.ReplicaState(r.replica_id, r.log_end_offset, r.last_fetch_timestamp,
+                                   r.last_caught_up_timestamp, r.directory_id)
     return events.QuorumSnapshot(cluster_id=cluster_id, topic=topic, partition=partition, time_ms=now_ms,
                                  leader_id=info.leader_id, leader_epoch=max(info.leader_epoch, 0),
                                  high_watermark=info.high_watermark, voters=tuple(rs(v) for v in info.voters),
-                                 observers=tuple(rs(o) for o in info.observers), source=source)
+                                 observers=tuple(rs(o) for o in info.observers), source=source,
+                                 poll_interval_ms=poll_interval_ms, latency_ms=max(latency_ms, -1),
+                                 answered_by=max(answered_by, -1))
 
+
+def record_of(outcome: PollOutcome, cluster_id: str, source: str, now_ms: int, interval_ms: int,
+              topic: str = "__cluster_metadata", partition: int = 0) -> events.Record:
+    """The one record of one poll."""
+    if outcome.info is not None:
+        return snapshot_of(outcome.info, cluster_id, source, now_ms, topic, partition, poll_interval_ms=interval_ms,
+                           latency_ms=outcome.latency_ms, answered_by=outcome.answered_by)
+    return events.QuorumPollError(cluster_id=cluster_id, topic=topic, partition=partition, time_ms=now_ms,
+                                  source=source, poll_interval_ms=interval_ms, latency_ms=max(outcome.latency_ms, 0),
+                                  error_code=max(outcome.error_code, -1), error=outcome.error or "client_error",
+                                  answered_by=max(outcome.answered_by, -1), leader_id=max(outcome.leader_id, -1),
+                                  leader_epoch=max(outcome.leader_epoch, -1))
+
+
+# --- failures -------------------------------------------------------------------------------------
+
+def client_failure(e: BaseException) -> tuple[int, str]:
+    """(Kafka error code or -1, short low-cardinality name) of a failed poll's exception."""
+    import kafka.errors as Errors
+    if isinstance(e, DescribeError):
+        return e.error_code, e.error or "bad_answer"
+    errno = getattr(e, "errno", None)
+    if isinstance(e, Errors.BrokerResponseError) and isinstance(errno, int) and errno > 0:
+        return errno, kafka_error_name(errno)
+    if isinstance(e, ConnectionRefusedError):
+        return -1, "connection_refused"
+    if isinstance(e, (TimeoutError, socket.timeout, Errors.KafkaTimeoutError, Errors.RequestTimedOutError)):
+        return -1, "timeout"
+    if isinstance(e, socket.gaierror):
+        return -1, "unknown_host"
+    if isinstance(e, (Errors.NodeNotReadyError, Errors.UnknownBrokerIdError)):
+        return -1, "node_not_ready"
+    if isinstance(e, (Errors.KafkaConnectionError, ConnectionError, OSError)):
+        return -1, "connection_error"
+    return -1, "client_error"
+
+
+def probe(bootstrap: str, timeout_s: float) -> str:
+    """Why nothing could be bootstrapped, from a plain TCP connect to each server (kafka-python
+    reports a refused connection as a bootstrap timeout): connection_refused, unknown_host or
+    timeout; `timeout` too when a server accepts TCP but the Kafka client still failed."""
+    reasons = []
+    for server in bootstrap.split(","):
+        host, _, port = server.strip().rpartition(":")
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=max(timeout_s, 0.05)).close()
+            return "timeout"
+        except ConnectionRefusedError:
+            reasons.append("connection_refused")
+        except socket.gaierror:
+            reasons.append("unknown_host")
+        except (OSError, ValueError):
+            reasons.append("timeout")
+    return reasons[0] if len(set(reasons)) == 1 else "timeout"
+
+
+# --- polling --------------------------------------------------------------------------------------
+
+class QuorumPoller:
+    """DescribeQuorum v2, one poll per call, never longer than `timeout_ms`, never raising.
+
+    The admin client runs each poll on a thread of its own: a poll that outlives its deadline
+    is abandoned (its client closed), so one hanging cluster never delays the next record."""
+
+    def __init__(self, bootstrap: str, *, timeout_ms: int, client_config: dict[str, Any] | None = None,
+                 topic: str = "__cluster_metadata", partition: int = 0, want_cluster_id: bool = True):
+        self.bootstrap = bootstrap
+        self.timeout_ms = timeout_ms
+        self.client_config = dict(client_config or {})
+        self.topic = topic
+        self.partition = partition
+        self.want_cluster_id = want_cluster_id
+        self._admin = None
+        self._preferred: Any = None  # the node that answered last
+        self._lock = threading.Lock()
+
+    def poll(self) -> PollOutcome:
+        start = time.monotonic()
+        box: dict[str, Any] = {}
+        worker = threading.Thread(target=self._ask, args=(box,), name="describe-quorum", daemon=True)
+        worker.start()
+        worker.join(self.timeout_ms / 1000)
+        latency = int((time.monotonic() - start) * 1000)
+        with self._lock:  # decided once: a worker finishing now is abandoned all the same
+            abandoned = worker.is_alive()
+            if abandoned:
+                box["abandoned"] = True
+                self._drop_admin()
+                bootstrapping = "admin" not in box
+        if abandoned:
+            if not bootstrapping:
+                return PollOutcome(latency, error="timeout")
+            # kafka-python reports a refused bootstrap connection only as its own timeout
+            name = probe(self.bootstrap, PROBE_TIMEOUT_S)
+            return PollOutcome(int((time.monotonic() - start) * 1000) if name != "timeout" else latency, error=name)
+        if "error" in box:
+            e = box["error"]
+            code, name = client_failure(e)
+            if box.get("bootstrap_failed"):
+                name = probe(self.bootstrap, min(self.timeout_ms / 1000 - (time.monotonic() - start), 1.0))
+                latency = int((time.monotonic() - start) * 1000)
+            elif code < 0 and not isinstance(e, DescribeError):
+                self._drop_admin()  # a broken connection: bootstrap again next time
+            return PollOutcome(latency, box.get("node_id", -1), error_code=code, error=name,
+                               leader_id=getattr(e, "leader_id", -1), leader_epoch=getattr(e, "leader_epoch", -1),
+                               cluster_id=box.get("cluster_id"))
+        return PollOutcome(latency, box["node_id"], info=box["info"], cluster_id=box.get("cluster_id"))
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop_admin()
+
+    def _ask(self, box: dict[str, Any]) -> None:
+        try:
+            admin = self._client(box)
+            if self.want_cluster_id:
+                box["cluster_id"] = admin.describe_cluster().get("cluster_id") or None
+            node_id, answer = admin._manager.run(self._describe, admin)
+            box["node_id"] = node_id if isinstance(node_id, int) and node_id >= 0 else -1
+            box["info"] = quorum_info(answer.to_dict(), self.topic, self.partition)
+        except Exception as e:  # the cluster is the thing being watched: its failures are data
+            box["error"] = e
+
+    def _client(self, box: dict[str, Any]):
+        from kafka import KafkaAdminClient
+        with self._lock:
+            if self._admin is not None:
+                box["admin"] = True
+                return self._admin
+        try:
+            # bootstrap gives up early enough to leave time for naming the failure (`probe`)
+            admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=self.timeout_ms,
+                                     bootstrap_timeout_ms=max(1, self.timeout_ms * 3 // 4),
+                                     client_id="quorum-collector",
+                                     **self.client_config)
+        except Exception:
+            box["bootstrap_failed"] = True
+            raise
+        with self._lock:
+            if box.get("abandoned"):  # the poll gave up on us meanwhile
+                threading.Thread(target=admin.close, daemon=True).start()
+                raise TimeoutError("abandoned")
+            self._admin = admin
+            box["admin"] = True
+        return admin
+
+    async def _describe(self, admin) -> tuple[Any, Any]:
+        """DescribeQuorum sent to one node at a time (at the highest version both speak: v2
+        against Kafka 3.8+ and this project's nodes), so the node that answered is known: the one
+        that answered last time first, then the others while a node cannot be reached (a broker
+        that is down is not a quorum without a leader). An error answer is an answer."""
+        import kafka.errors as Errors
+        from kafka.protocol.admin import DescribeQuorumRequest
+        manager = admin._manager
+        T = DescribeQuorumRequest.TopicData
+        request = DescribeQuorumRequest(topics=[T(topic_name=self.topic,
+                                                  partitions=[T.PartitionData(partition_index=self.partition)])])
+        tried: list[Any] = []
+        failure: Exception = Errors.NodeNotReadyError("no node of the cluster is ready")
+        while (node_id := self._next_node(manager, tried)) is not None:
+            tried.append(node_id)
+            try:
+                response = await manager.send(request, node_id=node_id)
+            except (Errors.KafkaConnectionError, Errors.NodeNotReadyError, ConnectionError) as e:
+                failure = e
+                continue
+            self._preferred = node_id
+            return node_id, response
+        raise failure
+
+    def _next_node(self, manager, tried: list[Any]) -> Any:
+        known = [b.node_id for b in manager.cluster.brokers()]
+        if self._preferred in known and self._preferred not in tried:
+            return self._preferred
+        node_id = manager.least_loaded_node()
+        if node_id is not None and node_id not in tried:
+            return node_id
+        return next((n for n in known if n not in tried), None)
+
+    def _drop_admin(self) -> None:
+        admin, self._admin = self._admin, None
+        if admin is not None:  # closing fails the abandoned poll's waiters; never wait for it here
+            threading.Thread(target=admin.close, name="admin-close", daemon=True).start()
+
+
+# --- command --------------------------------------------------------------------------------------
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT",
-                        help="any node or broker of the cluster to watch")
-    parser.add_argument("--interval-ms", type=int, default=1000, help="poll interval (default 1000)")
+                        help="any node or broker of the cluster to watch (comma-separated for several)")
+    parser.add_argument("--interval-ms", type=int, default=DEFAULT_INTERVAL_MS,
+                        help=f"poll interval (default {DEFAULT_INTERVAL_MS}); at most half of --unreachable-after-ms")
+    parser.add_argument("--unreachable-after-ms", type=int, default=DEFAULT_UNREACHABLE_AFTER_MS,
+                        help="the streaming job's health.unreachable_after_ms, to check the interval against "
+                             f"(default {DEFAULT_UNREACHABLE_AFTER_MS}, the job's default)")
+    parser.add_argument("--timeout-ms", type=int, default=None,
+                        help="give up on a poll after this long and publish a timeout record "
+                             "(default: the interval; at most the interval)")
     parser.add_argument("--events-bootstrap-server", required=True, metavar="HOST:PORT",
                         help="Kafka holding the events topic")
     parser.add_argument("--events-topic", default="quorum-events", help="the events topic (default quorum-events)")
-    parser.add_argument("--cluster-id", help="cluster id to stamp on records (default: asked from the cluster)")
+    parser.add_argument("--cluster-id", help="cluster id to stamp on records (default: asked from the cluster; "
+                                             "set it so that a cluster unreachable from the start is still reported)")
     parser.add_argument("--command-config", metavar="FILE",
                         help="client properties (security.protocol, sasl.*) for the watched cluster")
     parser.add_argument("--events-command-config", metavar="FILE",
                         help="client properties for the events topic's Kafka")
-    parser.add_argument("--count", type=int, default=0, help="stop after this many snapshots (default: run forever)")
-    parser.add_argument("--timeout-ms", type=int, default=5000, help="request timeout (default 5000)")
+    parser.add_argument("--count", type=int, default=0, help="stop after this many polls (default: run forever)")
+
+
+def check_arguments(args: argparse.Namespace) -> str | None:
+    """Why these options cannot work, or None."""
+    problem = check_poll_interval(args.interval_ms, args.unreachable_after_ms)
+    if problem:
+        return f"--interval-ms {args.interval_ms} with --unreachable-after-ms {args.unreachable_after_ms}: {problem}"
+    timeout = args.timeout_ms if args.timeout_ms is not None else args.interval_ms
+    if timeout <= 0:
+        return f"--timeout-ms must be positive (got {timeout})"
+    if timeout > args.interval_ms:
+        return (f"--timeout-ms {timeout} is longer than --interval-ms {args.interval_ms}: a poll that hangs would "
+                f"hold back the next record; use --timeout-ms {args.interval_ms} or less")
+    return None
 
 
 def run(args: argparse.Namespace) -> int:
-    from kafka import KafkaAdminClient
-
-    from quorum.describe_tool import DescribeError, admin_config
+    from quorum.describe_tool import admin_config
     from quorum.node.publisher import EventPublisher
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if args.interval_ms <= 0:
-        print("error: --interval-ms must be positive", file=sys.stderr)
+    # a cluster that is down would make kafka-python log every reconnect, every second; the
+    # collector logs each change of the polls' outcome itself, and publishes every failure
+    logging.getLogger("kafka").setLevel(logging.CRITICAL)
+    problem = check_arguments(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
         return 2
+    timeout_ms = args.timeout_ms if args.timeout_ms is not None else args.interval_ms
     try:
         watched_cfg = admin_config(args.command_config)
         events_cfg = admin_config(args.events_command_config)
@@ -70,39 +321,43 @@ def run(args: argparse.Namespace) -> int:
         return 2
     publisher = EventPublisher(args.events_bootstrap_server, args.events_topic, client_config=events_cfg,
                                client_id="quorum-collector").start()
-    stop = []
+    poller = QuorumPoller(args.bootstrap_server, timeout_ms=timeout_ms, client_config=watched_cfg,
+                          want_cluster_id=not args.cluster_id)
+    stop: list[int] = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
-    admin = None
     cluster_id = args.cluster_id
-    published = 0
+    log.info("polling DescribeQuorum on %s every %d ms (timeout %d ms, job threshold %d ms), publishing to %s on %s",
+             args.bootstrap_server, args.interval_ms, timeout_ms, args.unreachable_after_ms, args.events_topic,
+             args.events_bootstrap_server)
+    polls = 0
+    last_error = None
     next_poll = time.monotonic()
     try:
-        while not stop and (args.count <= 0 or published < args.count):
+        while not stop and (args.count <= 0 or polls < args.count):
             time.sleep(max(0.0, next_poll - time.monotonic()))
-            next_poll += args.interval_ms / 1000
-            try:
-                if admin is None:
-                    admin = KafkaAdminClient(bootstrap_servers=args.bootstrap_server,
-                                             request_timeout_ms=args.timeout_ms, client_id="quorum-collector",
-                                             **watched_cfg)
-                if not cluster_id:
-                    cluster_id = admin.describe_cluster().get("cluster_id") or "unknown"
-                result = admin.describe_metadata_quorum()
-                record = snapshot(result, cluster_id, args.bootstrap_server, int(time.time() * 1000))
-            except Exception as e:  # the cluster is the thing being watched: its failures are data
-                log.warning("DescribeQuorum on %s failed: %s: %s", args.bootstrap_server, type(e).__name__, e)
-                if admin is not None and not isinstance(e, DescribeError):
-                    admin.close()
-                    admin = None
-                continue
-            publisher.publish(record)
-            published += 1
+            # fixed cadence; a late poll is not followed by a burst of catch-up polls
+            next_poll = max(next_poll + args.interval_ms / 1000, time.monotonic())
+            outcome = poller.poll()
+            polls += 1
+            if outcome.cluster_id and not cluster_id:
+                cluster_id = outcome.cluster_id
+                poller.want_cluster_id = False
+            if outcome.info is None and outcome.error != last_error:
+                log.warning("DescribeQuorum on %s: %s (error code %d, %d ms)", args.bootstrap_server,
+                            outcome.error, outcome.error_code, outcome.latency_ms)
+            elif outcome.info is not None and last_error is not None:
+                log.info("DescribeQuorum on %s answers again (leader %d)", args.bootstrap_server,
+                         outcome.info.leader_id)
+            last_error = None if outcome.info is not None else outcome.error
+            if not cluster_id:
+                continue  # nothing to key the record by yet: logged above, and --cluster-id avoids it
+            publisher.publish(record_of(outcome, cluster_id, args.bootstrap_server, int(time.time() * 1000),
+                                        args.interval_ms))
     except KeyboardInterrupt:
         pass
     finally:
-        if admin is not None:
-            admin.close()
+        poller.close()
         publisher.close()
     if publisher.dropped_total:
-        log.warning("%d snapshot(s) could not be published", publisher.dropped_total)
+        log.warning("%d record(s) could not be published", publisher.dropped_total)
     return 0

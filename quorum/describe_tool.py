@@ -8,25 +8,40 @@ cluster id), so any node can be the bootstrap server.
 
 --status: ClusterId, LeaderId, LeaderEpoch, HighWatermark, MaxFollowerLag (leader log end
 minus the laggiest voter's), MaxFollowerLagTimeMs (leader's last caught-up time minus the
-laggiest voter's; 0 when the laggiest is the leader, -1 when unknown), CurrentVoters,
-CurrentObservers.
---replication: one row per replica (leader, then followers, then observers) with its log
-end offset, lag, last fetch and last caught-up timestamps (KIP-836); --human-readable
-prints them as "N ms ago".
+laggiest voter's; 0 when the laggiest is the leader, -1 when unknown), CurrentVoters and
+CurrentObservers as Kafka 4.x prints them:
+  [{"id": 1, "directoryId": "...", "endpoints": ["CONTROLLER://host:9093"]}, ...]
+(directoryId left out when unknown, endpoints when the answer names none: DescribeQuorum v0/v1).
+--replication: one row per replica (leader, then followers, then observers) with its
+directory id (DescribeQuorum v2; AAAAAAAAAAAAAAAAAAAAAA when unknown), log end offset, lag,
+last fetch and last caught-up timestamps (KIP-836); --human-readable prints them as
+"N ms ago".
 """
 from __future__ import annotations
 
 import argparse
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from quorum.events import UNKNOWN_DIRECTORY_ID
+from quorum.storage.meta import directory_id_text
 
 STATUS_LABEL_WIDTH = 24  # labels are padded so values start in one column, as Kafka's tool does
 
 
 class DescribeError(RuntimeError):
-    pass
+    """A DescribeQuorum that gave no quorum state; `error_code` is Kafka's (-1 when there was no
+    error answer) and `leader_id`/`leader_epoch` what an error answer names (-1 unknown)."""
+
+    def __init__(self, message: str, error_code: int = -1, error: str = "", leader_id: int = -1,
+                 leader_epoch: int = -1):
+        super().__init__(message)
+        self.error_code = error_code
+        self.error = error
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
 
 
 @dataclass(frozen=True)
@@ -35,6 +50,19 @@ class Replica:
     log_end_offset: int
     last_fetch_timestamp: int
     last_caught_up_timestamp: int
+    directory_id: str = UNKNOWN_DIRECTORY_ID
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One listener of a node, from DescribeQuorum v2's `Nodes`."""
+    name: str
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host  # IPv6, as Kafka prints it
+        return f"{self.name}://{host}:{self.port}"
 
 
 @dataclass(frozen=True)
@@ -44,27 +72,57 @@ class QuorumInfo:
     high_watermark: int
     voters: tuple[Replica, ...]
     observers: tuple[Replica, ...]
+    nodes: dict[int, tuple[Endpoint, ...]] = field(default_factory=dict)  # empty before v2
+
+
+# Kafka's current names where kafka-python still has an older one.
+_ERROR_NAMES = {6: "NOT_LEADER_OR_FOLLOWER"}
+
+
+def kafka_error_name(code: int) -> str:
+    """Kafka's name of an error code (NOT_LEADER_OR_FOLLOWER), as its tools print it."""
+    if code in _ERROR_NAMES:
+        return _ERROR_NAMES[code]
+    import kafka.errors
+    return getattr(kafka.errors.for_code(code), "message", f"ERROR_{code}")
 
 
 def quorum_info(result: dict[str, Any], topic: str = "__cluster_metadata", partition: int = 0) -> QuorumInfo:
-    """The partition of `KafkaAdminClient.describe_metadata_quorum()`'s result."""
+    """The partition of a DescribeQuorum answer: `KafkaAdminClient.describe_metadata_quorum()`'s
+    result (errors as `error` text) or a raw response's `to_dict()` (errors as codes)."""
+    if result.get("error_code"):
+        code = result["error_code"]
+        raise DescribeError(f"{kafka_error_name(code)}: {result.get('error_message') or ''}".rstrip(": "),
+                            code, kafka_error_name(code))
     for t in result.get("topics", []):
         if t.get("topic_name") != topic:
             continue
         for p in t.get("partitions", []):
             if p.get("partition_index") != partition:
                 continue
+            if p.get("error_code"):
+                code = p["error_code"]
+                raise DescribeError(f"{topic}-{partition}: {kafka_error_name(code)}"
+                                    + (f" ({p['error_message']})" if p.get("error_message") else ""),
+                                    code, kafka_error_name(code), p.get("leader_id", -1), p.get("leader_epoch", -1))
             if p.get("error"):
-                raise DescribeError(f"{topic}-{partition}: {p['error']}")
+                raise DescribeError(f"{topic}-{partition}: {p['error']}", -1, str(p["error"]),
+                                    p.get("leader_id", -1), p.get("leader_epoch", -1))
             return QuorumInfo(p["leader_id"], p["leader_epoch"], p["high_watermark"],
                               tuple(_replica(r) for r in p.get("current_voters", [])),
-                              tuple(_replica(r) for r in p.get("observers", [])))
-    raise DescribeError(f"the answer does not describe {topic}-{partition}")
+                              tuple(_replica(r) for r in p.get("observers", [])),
+                              _nodes(result.get("nodes") or []))
+    raise DescribeError(f"the answer does not describe {topic}-{partition}", -1, "bad_answer")
 
 
 def _replica(r: dict[str, Any]) -> Replica:
     return Replica(r["replica_id"], r["log_end_offset"], r.get("last_fetch_timestamp", -1),
-                   r.get("last_caught_up_timestamp", -1))
+                   r.get("last_caught_up_timestamp", -1), directory_id_text(r.get("replica_directory_id")))
+
+
+def _nodes(nodes: list[dict[str, Any]]) -> dict[int, tuple[Endpoint, ...]]:
+    return {n["node_id"]: tuple(Endpoint(e["name"], e["host"], e["port"]) for e in n.get("listeners") or [])
+            for n in nodes}
 
 
 def _leader(info: QuorumInfo) -> Replica | None:
@@ -90,24 +148,35 @@ def format_status(cluster_id: str, info: QuorumInfo) -> str:
     lag, lag_ms = max_follower_lag(info)
     rows = [("ClusterId", cluster_id), ("LeaderId", info.leader_id), ("LeaderEpoch", info.leader_epoch),
             ("HighWatermark", info.high_watermark), ("MaxFollowerLag", lag), ("MaxFollowerLagTimeMs", lag_ms),
-            ("CurrentVoters", _id_list(info.voters)), ("CurrentObservers", _id_list(info.observers))]
+            ("CurrentVoters", _replica_list(info, info.voters)),
+            ("CurrentObservers", _replica_list(info, info.observers))]
     return "\n".join(f"{label + ':':<{STATUS_LABEL_WIDTH}}{value}" for label, value in rows)
 
 
-def _id_list(replicas: tuple[Replica, ...]) -> str:
-    return "[" + ",".join(str(r.replica_id) for r in replicas) + "]"
+def _replica_list(info: QuorumInfo, replicas: tuple[Replica, ...]) -> str:
+    """Kafka 4.x's form: `[{"id": 1, "directoryId": "...", "endpoints": ["CONTROLLER://h:p"]}, ...]`."""
+    items = []
+    for r in replicas:
+        parts = [f'"id": {r.replica_id}']
+        if r.directory_id != UNKNOWN_DIRECTORY_ID:
+            parts.append(f'"directoryId": "{r.directory_id}"')
+        endpoints = info.nodes.get(r.replica_id, ())
+        if endpoints:
+            parts.append('"endpoints": [' + ", ".join(f'"{e}"' for e in endpoints) + "]")
+        items.append("{" + ", ".join(parts) + "}")
+    return "[" + ", ".join(items) + "]"
 
 
 def relative_time(timestamp_ms: int, now_ms: int, what: str) -> str:
     if timestamp_ms < 0:
-        return "unknown"
+        return "-1"  # as Kafka's tool prints an unknown timestamp
     if timestamp_ms > now_ms:
         raise DescribeError(f"Error while computing relative time, possible drift in system clock.\n"
                             f"Current timestamp is {now_ms}, {what} timestamp is {timestamp_ms}")
     return f"{now_ms - timestamp_ms} ms ago"
 
 
-REPLICATION_HEADER = ("NodeId", "LogEndOffset", "Lag", "LastFetchTimestamp", "LastCaughtUpTimestamp", "Status")
+REPLICATION_HEADER = ("NodeId", "DirectoryId", "LogEndOffset", "Lag", "LastFetchTimestamp", "LastCaughtUpTimestamp", "Status")
 
 
 def replication_rows(info: QuorumInfo, human_readable: bool = False, now_ms: int | None = None) -> list[tuple]:
@@ -124,7 +193,7 @@ def replication_rows(info: QuorumInfo, human_readable: bool = False, now_ms: int
             fetch = relative_time(fetch, now_ms, "last fetch")
             caught_up = relative_time(caught_up, now_ms, "last caught up")
         lag = leader_leo - r.log_end_offset if leader else -1
-        rows.append((r.replica_id, r.log_end_offset, lag, fetch, caught_up, status))
+        rows.append((r.replica_id, r.directory_id, r.log_end_offset, lag, fetch, caught_up, status))
     return rows
 
 

@@ -7,8 +7,9 @@ schema is derived from the same dataclasses, so nothing is written twice.
 `docs/events.md` describes the contract for people.
 
 Wire format: one compact JSON object per Kafka record, with `type` and
-`version`; the Kafka key is `cluster/topic-partition/replica` so that every
-record about one replica keeps its order inside one Kafka partition.
+`version`; the Kafka key is `cluster/topic-partition` (`quorum_key`), one key per
+quorum, so that every record about one quorum lands in one Kafka partition in the
+order each producer published it (`docs/events.md` says why not per replica).
 Fields added in a later version are ignored by older readers; a record whose
 `version` is newer than this module knows is rejected.
 """
@@ -36,8 +37,12 @@ FETCH_OUTCOMES = (
     "inconsistent_cluster_id",  # request from another cluster
     "not_leader",               # reached a node that is not the leader
 )
-# Key segment used for records that describe a whole quorum rather than one replica.
+# Key segment the health topic's sink uses for its quorum-wide rows (`key_of`); the events
+# topic itself is keyed per quorum (`quorum_key`).
 QUORUM_KEY = "quorum"
+# DescribeQuorum v2's ReplicaDirectoryId as Kafka prints a Uuid (base64url, no padding, 22
+# characters); the zero Uuid means "unknown", as in Kafka (v0/v1 answers, static voters).
+UNKNOWN_DIRECTORY_ID = "AAAAAAAAAAAAAAAAAAAAAA"
 
 # Far-future guard: a record stamped more than this ahead of the reader's clock is rejected
 # when the reader passes its clock to `validate`.
@@ -78,6 +83,9 @@ class ReplicaState:
     log_end_offset: int = spec(minimum=-1, doc="replica's log end offset as the leader knows it")
     last_fetch_timestamp_ms: int = spec(minimum=-1, doc="leader time of the replica's last valid fetch")
     last_caught_up_timestamp_ms: int = spec(minimum=-1, doc="leader time the replica was last caught up")
+    directory_id: str = spec(default=UNKNOWN_DIRECTORY_ID,
+                             doc="ReplicaDirectoryId (DescribeQuorum v2) as Kafka prints it, base64url of the "
+                                 "UUID; AAAAAAAAAAAAAAAAAAAAAA (the zero UUID) when unknown")
 
 
 # --- records --------------------------------------------------------------------------------
@@ -87,7 +95,6 @@ class ReplicaState:
 class Fetch:
     """Emitted by a leader for each Fetch it handles."""
     TYPE: ClassVar[str] = "fetch"
-    KEY_FIELD: ClassVar[str] = "replica_id"
     cluster_id: str = spec(doc="cluster id of the quorum")
     topic: str = spec(doc="quorum topic, e.g. __cluster_metadata")
     partition: int = spec(minimum=0, doc="quorum topic partition")
@@ -115,7 +122,6 @@ class Fetch:
 class Metrics:
     """Emitted by every node every metrics interval (raft-metrics and KIP-835)."""
     TYPE: ClassVar[str] = "metrics"
-    KEY_FIELD: ClassVar[str] = "node_id"
     cluster_id: str = spec(doc="cluster id of the quorum")
     topic: str = spec(doc="quorum topic")
     partition: int = spec(minimum=0, doc="quorum topic partition")
@@ -144,7 +150,6 @@ class Metrics:
 class StateChange:
     """A node's transition between Raft states."""
     TYPE: ClassVar[str] = "state_change"
-    KEY_FIELD: ClassVar[str] = "node_id"
     cluster_id: str = spec(doc="cluster id of the quorum")
     topic: str = spec(doc="quorum topic")
     partition: int = spec(minimum=0, doc="quorum topic partition")
@@ -161,7 +166,6 @@ class StateChange:
 class QuorumSnapshot:
     """A DescribeQuorum result, for clusters observed from outside (`quorum collect`)."""
     TYPE: ClassVar[str] = "quorum_snapshot"
-    KEY_FIELD: ClassVar[str | None] = None
     cluster_id: str = spec(doc="cluster id of the quorum")
     topic: str = spec(doc="quorum topic")
     partition: int = spec(minimum=0, doc="quorum topic partition")
@@ -172,10 +176,35 @@ class QuorumSnapshot:
     voters: tuple[ReplicaState, ...] = spec(doc="voters with their KIP-836 state")
     observers: tuple[ReplicaState, ...] = spec(doc="observers with their KIP-836 state")
     source: str = spec(doc="the bootstrap server that answered")
+    poll_interval_ms: int = spec(minimum=-1, default=-1, doc="the collector's poll interval (-1 unknown)")
+    latency_ms: int = spec(minimum=-1, default=-1, doc="how long DescribeQuorum took (-1 unknown)")
+    answered_by: int = spec(minimum=-1, default=-1,
+                            doc="node id that answered the collector (it forwards to the leader; -1 unknown)")
 
 
-RECORD_TYPES: dict[str, type] = {c.TYPE: c for c in (Fetch, Metrics, StateChange, QuorumSnapshot)}
-Record = Fetch | Metrics | StateChange | QuorumSnapshot
+@dataclass(frozen=True, slots=True)
+class QuorumPollError:
+    """A DescribeQuorum poll that gave no quorum state (`quorum collect`): what a leaderless or
+    unreachable quorum looks like from outside. One per failed poll, as a snapshot is one per
+    successful poll, so a poller's silence always means the poller itself is gone."""
+    TYPE: ClassVar[str] = "quorum_poll_error"
+    cluster_id: str = spec(doc="cluster id of the quorum")
+    topic: str = spec(doc="quorum topic")
+    partition: int = spec(minimum=0, doc="quorum topic partition")
+    time_ms: int = spec(minimum=0, doc="collector wall-clock time when the poll ended")
+    source: str = spec(doc="the bootstrap server asked")
+    poll_interval_ms: int = spec(minimum=1, doc="the collector's poll interval")
+    latency_ms: int = spec(minimum=0, doc="how long the poll took until it failed")
+    error_code: int = spec(minimum=-1, doc="Kafka error code of the answer (6 NOT_LEADER_OR_FOLLOWER); -1 no answer")
+    error: str = spec(doc="Kafka's error name (NOT_LEADER_OR_FOLLOWER) or the client failure (timeout, "
+                          "connection_refused, ...)")
+    answered_by: int = spec(minimum=-1, doc="node id that answered with the error (-1 none or unknown)")
+    leader_id: int = spec(minimum=-1, doc="leader named by the error answer (-1 none or unknown)")
+    leader_epoch: int = spec(minimum=-1, doc="epoch named by the error answer (-1 unknown)")
+
+
+RECORD_TYPES: dict[str, type] = {c.TYPE: c for c in (Fetch, Metrics, StateChange, QuorumSnapshot, QuorumPollError)}
+Record = Fetch | Metrics | StateChange | QuorumSnapshot | QuorumPollError
 
 
 # --- field introspection (shared by validation, encoders and the Spark schema) -----------------
@@ -323,13 +352,19 @@ def encode(record: Record) -> bytes:
     return json.dumps(to_dict(record), separators=(",", ":")).encode()
 
 
-def key_of(cluster_id: str, topic: str, partition: int, replica: int | str) -> bytes:
-    return f"{cluster_id}/{topic}-{partition}/{replica}".encode()
+def quorum_key(cluster_id: str, topic: str, partition: int) -> bytes:
+    """The events topic's Kafka key of every record about one quorum: `cluster/topic-partition`."""
+    return f"{cluster_id}/{topic}-{partition}".encode()
 
 
 def record_key(record: Record) -> bytes:
-    replica = QUORUM_KEY if record.KEY_FIELD is None else getattr(record, record.KEY_FIELD)
-    return key_of(record.cluster_id, record.topic, record.partition, replica)
+    return quorum_key(record.cluster_id, record.topic, record.partition)
+
+
+def key_of(cluster_id: str, topic: str, partition: int, replica: int | str) -> bytes:
+    """`cluster/topic-partition/replica`: the per-replica key of the health topic's rows (and of
+    events topics written before the per-quorum key; readers group by the values, not the key)."""
+    return f"{cluster_id}/{topic}-{partition}/{replica}".encode()
 
 
 @lru_cache(maxsize=4096)
@@ -405,14 +440,22 @@ def spark_schema(cls: type):
 
 
 def envelope_fields() -> dict[str, FieldSpec]:
-    """Every field of every record type, by name (one name has one kind across all types)."""
+    """Every field of every record type, by name (one name has one kind across all types).
+    Where a field is optional in one type and required in another, the optional spec is kept,
+    so readers of the envelope fill its default wherever it may be missing."""
     out: dict[str, FieldSpec] = {}
     for cls in RECORD_TYPES.values():
         for fs in field_specs(cls):
             seen = out.get(fs.name)
-            if seen is not None and seen.kind != fs.kind:
+            if seen is None:
+                out[fs.name] = fs
+                continue
+            if seen.kind != fs.kind:
                 raise AssertionError(f"field {fs.name} has two kinds: {seen.kind} and {fs.kind}")
-            out.setdefault(fs.name, fs)
+            if not fs.required and not seen.required and fs.default != seen.default:
+                raise AssertionError(f"field {fs.name} has two defaults: {seen.default!r} and {fs.default!r}")
+            if seen.required and not fs.required:
+                out[fs.name] = fs
     return out
 
 

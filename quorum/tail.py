@@ -37,9 +37,12 @@ def describe(record: events.Record) -> str:
     if isinstance(record, events.StateChange):
         return (f"{t} {where} state    n{record.node_id} {record.from_state} -> {record.to_state} e{record.epoch} "
                 f"leader {record.leader_id}: {record.reason}")
+    if isinstance(record, events.QuorumPollError):
+        return (f"{t} {where} pollerr  {record.error} (code {record.error_code}) from {record.source} "
+                f"by n{record.answered_by} in {record.latency_ms} ms, leader {record.leader_id} e{record.leader_epoch}")
     voters = " ".join(f"{r.replica_id}@{r.log_end_offset}" for r in record.voters)
     return (f"{t} {where} snapshot leader {record.leader_id} e{record.leader_epoch} hw {record.high_watermark} "
-            f"voters {voters}")
+            f"voters {voters} by n{record.answered_by} in {record.latency_ms} ms")
 
 
 def run(args: argparse.Namespace) -> int:

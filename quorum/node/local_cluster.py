@@ -145,9 +145,9 @@ class Cluster:
         finally:
             admin.close()
 
-    def describe_direct(self, i: int) -> dict:
-        """DescribeQuorum v2 sent to node `i` only (the admin client may pick any node it
-        knows for the request, a frozen one included)."""
+    def describe_direct(self, i: int, version: int = 2) -> dict:
+        """DescribeQuorum (v2 unless told) sent to node `i` only (the admin client may pick any
+        node it knows for the request, a frozen one included)."""
         import asyncio
         from quorum.node.peer_client import PeerConnection
         from quorum.wire import apis as w
@@ -158,7 +158,7 @@ class Cluster:
             T = req.TopicData
             body = req(topics=[T(topic_name="__cluster_metadata", partitions=[T.PartitionData(partition_index=0)])])
             try:
-                return (await conn.request(w.DESCRIBE_QUORUM, 2, body, 5.0)).to_dict()
+                return (await conn.request(w.DESCRIBE_QUORUM, version, body, 5.0)).to_dict()
             finally:
                 conn.close()
         return asyncio.run(ask())

@@ -36,7 +36,7 @@ from quorum.raft import messages as m
 from quorum.raft.node import NotLeaderError, RaftNode
 from quorum.raft.output import Output
 from quorum.storage.durable_log import DurableLog, DurableQuorumStateStore
-from quorum.storage.meta import check_or_claim
+from quorum.storage.meta import check_or_claim, directory_id, directory_id_uuid
 from quorum.storage.segment_log import RecoveryReport
 from quorum.wire import apis as w
 from quorum.wire import translate
@@ -78,12 +78,17 @@ class QuorumNode:
         self._stopping = False
         self._tasks: set[asyncio.Task] = set()
         self.core: RaftNode | None = None
+        # replica id -> its data directory's id (uuid.UUID), learned from the Fetch requests it sends
+        # (v17 ReplicaDirectoryId); DescribeQuorum v2 reports them. Our own comes from meta.properties.
+        self._directory_ids: dict[int, Any] = {}
 
     # --- lifecycle ----------------------------------------------------------------------------------
 
     async def start(self) -> None:
         c = self.config
         check_or_claim(c.data_dir, c.cluster_id, c.node_id)
+        self.directory_id = directory_id_uuid(directory_id(c.data_dir))
+        self._directory_ids[c.node_id] = self.directory_id
         self.log, self.recovery = DurableLog.open(c.data_dir / "log", c.segment_bytes, c.fsync)
         for problem in self.recovery.problems:
             log.warning("node %d: log recovery: %s", c.node_id, problem)
@@ -278,6 +283,10 @@ class QuorumNode:
 
     async def _send_request(self, msg: m.Message) -> None:
         api_key, version, body = translate.request_to_wire(msg.body)
+        if api_key == w.FETCH and version >= 17:
+            for t in body.topics:  # tell the leader which data directory this replica is
+                for p in t.partitions:
+                    p.replica_directory_id = self.directory_id
         timeout_s = self.config.request_timeout_ms / 1000
         try:
             resp = await self.peers.request(msg.destination, api_key, version, body, timeout_s)
@@ -305,6 +314,8 @@ class QuorumNode:
         if key == w.DESCRIBE_QUORUM:
             return await self._describe_quorum(req)
         core_req = translate.request_from_wire(key, req.version, req.body, self.names)
+        if key == w.FETCH:
+            self._note_directory_id(req)
         source = _source_of(core_req, peer)
         cid = next(self._inbound_ids)
         fut = asyncio.get_running_loop().create_future()
@@ -360,7 +371,18 @@ class QuorumNode:
             topics.append(m.DescribeQuorumTopicResponse(t.topic_name, tuple(parts)))
         body = m.DescribeQuorumResponse(0, tuple(topics))
         nodes = [(i, e.host, e.port) for i, e in sorted(self.config.voters.items())]
-        return encode_response(req, translate.describe_response_to_wire(body, nodes))
+        return encode_response(req, translate.describe_response_to_wire(body, nodes, self._directory_ids))
+
+    def _note_directory_id(self, req: Request) -> None:
+        state = getattr(req.body, "replica_state", None)
+        replica = state.replica_id if state is not None else getattr(req.body, "replica_id", -1)
+        if replica is None or replica < 0:
+            return  # a consumer, not a replica
+        for t in req.body.topics:
+            for p in t.partitions:
+                d = getattr(p, "replica_directory_id", None)
+                if d is not None and d.int != 0:
+                    self._directory_ids[replica] = d
 
     async def _produce(self, req: Request) -> bytes | None:
         body = req.body

@@ -73,9 +73,9 @@ class Node:
     __slots__ = ("id", "key", "role", "state", "epoch", "leader_id", "log_end", "epochs", "hw", "view", "parked",
                  "epoch_start", "leader_gen", "fetch_gen", "pending_end", "disk_stalled")
 
-    def __init__(self, node_id: int, role: str, key_prefix: str):
+    def __init__(self, node_id: int, role: str, key: bytes):
         self.id = node_id
-        self.key = (key_prefix + str(node_id)).encode()  # the contract's Kafka key
+        self.key = key  # the contract's Kafka key: the quorum's, shared by all its nodes
         self.role = role
         self.state = "follower" if role == "voter" else "observer"
         self.epoch = 0
@@ -111,11 +111,11 @@ class Cluster:
         self.world = world
         self.index = index
         self.id = f"{cfg.cluster_prefix}-{cfg.first_cluster + index}"
-        self.key_prefix = f"{self.id}/{cfg.topic}-{cfg.partition}/"
+        self.key = events.quorum_key(self.id, cfg.topic, cfg.partition)
         self.voter_ids = list(range(1, cfg.voters + 1))
-        self.nodes = {i: Node(i, "voter", self.key_prefix) for i in self.voter_ids}
+        self.nodes = {i: Node(i, "voter", self.key) for i in self.voter_ids}
         for j in range(cfg.observers):
-            self.nodes[cfg.voters + 1 + j] = Node(cfg.voters + 1 + j, "observer", self.key_prefix)
+            self.nodes[cfg.voters + 1 + j] = Node(cfg.voters + 1 + j, "observer", self.key)
         self.leader_id = -1
         self.stalled: set[int] = set()
         self.cut: set[int] = set()

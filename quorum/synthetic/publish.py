@@ -12,8 +12,8 @@ from confluent_kafka import Producer
 
 from quorum.synthetic.model import SyntheticConfig, SyntheticQuorum
 
-# Same partitioner as Kafka's Java client and kafka-python (murmur2), so a replica's key lands
-# in the same partition whichever client published it.
+# Same partitioner as Kafka's Java client and kafka-python (murmur2), so a quorum's key lands
+# in the same partition whichever client published it (tests/foundation/test_events.py proves it).
 PRODUCER_DEFAULTS = {
     "partitioner": "murmur2_random",
     "linger.ms": 20,

@@ -193,15 +193,19 @@ def describe_request_to_wire(r: m.DescribeQuorumRequest) -> Any:
                                                for p in t.partitions]) for t in r.topics])
 
 
-def describe_response_to_wire(r: m.DescribeQuorumResponse, nodes: list[tuple[int, str, int]] = ()) -> Any:
+def describe_response_to_wire(r: m.DescribeQuorumResponse, nodes: list[tuple[int, str, int]] = (),
+                              directory_ids: dict[int, Any] | None = None) -> Any:
+    """`directory_ids`: replica id -> uuid.UUID for v2's ReplicaDirectoryId (absent: the zero Uuid)."""
     cls = w.SUPPORTED[w.DESCRIBE_QUORUM].response
     T = cls.TopicData
     P = T.PartitionData
     RS = P.ReplicaState
+    dirs = directory_ids or {}
 
     def rs(x: m.ReplicaState) -> Any:
-        return RS(replica_id=x.replica_id, log_end_offset=x.log_end_offset,
-                  last_fetch_timestamp=x.last_fetch_timestamp, last_caught_up_timestamp=x.last_caught_up_timestamp)
+        return RS(replica_id=x.replica_id, replica_directory_id=dirs.get(x.replica_id),
+                  log_end_offset=x.log_end_offset, last_fetch_timestamp=x.last_fetch_timestamp,
+                  last_caught_up_timestamp=x.last_caught_up_timestamp)
 
     N = cls.Node
     return cls(error_code=r.error_code, error_message=r.error_message, topics=[

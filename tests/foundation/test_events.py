@@ -16,17 +16,26 @@ SNAPSHOT = events.QuorumSnapshot("c1", "__cluster_metadata", 0, 1_700_000_000_00
                                  (events.ReplicaState(1, 125, 1_700_000_000_000, 1_700_000_000_000),
                                   events.ReplicaState(2, 120, 1_699_999_999_990, 1_699_999_999_500)),
                                  (events.ReplicaState(4, -1, -1, -1),), "broker-1:9093")
-ALL = [FETCH, METRICS, STATE_CHANGE, SNAPSHOT]
+SNAPSHOT_V2 = events.QuorumSnapshot("c1", "__cluster_metadata", 0, 1_700_000_000_000, 1, 7, 118,
+                                    (events.ReplicaState(1, 125, 1_700_000_000_000, 1_700_000_000_000,
+                                                         "SuG--fJgSXqfHAu0xLN_vg"),), (), "broker-1:9093",
+                                    poll_interval_ms=1000, latency_ms=12, answered_by=2)
+POLL_ERROR = events.QuorumPollError("c1", "__cluster_metadata", 0, 1_700_000_000_000, "broker-1:9093", 1000, 4,
+                                    6, "NOT_LEADER_OR_FOLLOWER", 2, -1, 7)
+ALL = [FETCH, METRICS, STATE_CHANGE, SNAPSHOT, SNAPSHOT_V2, POLL_ERROR]
 
 
-@pytest.mark.parametrize("record", ALL, ids=lambda r: r.TYPE)
+IDS = [f"{r.TYPE}-{i}" for i, r in enumerate(ALL)]
+
+
+@pytest.mark.parametrize("record", ALL, ids=IDS)
 def test_every_record_type_round_trips_through_json(record):
     raw = events.encode(record)
     assert events.decode(raw) == record
     assert json.loads(raw)["type"] == record.TYPE and json.loads(raw)["version"] == events.VERSION
 
 
-@pytest.mark.parametrize("record", ALL, ids=lambda r: r.TYPE)
+@pytest.mark.parametrize("record", ALL, ids=IDS)
 def test_fast_encoder_writes_the_same_bytes_as_encode(record):
     specs = events.field_specs(type(record))
     values = [list(getattr(record, fs.name)) if fs.kind.endswith("list") else getattr(record, fs.name) for fs in specs]
@@ -35,10 +44,51 @@ def test_fast_encoder_writes_the_same_bytes_as_encode(record):
     assert events.make_encoder(type(record), **fixed)(*values[3:]) == events.encode(record)
 
 
-def test_keys_keep_one_replicas_records_together():
-    assert events.record_key(FETCH) == b"c1/__cluster_metadata-0/2"
-    assert events.record_key(METRICS) == b"c1/__cluster_metadata-0/1"
-    assert events.record_key(SNAPSHOT) == b"c1/__cluster_metadata-0/quorum"
+def test_every_record_of_a_quorum_has_the_quorums_key():
+    assert {events.record_key(r) for r in ALL} == {events.quorum_key("c1", "__cluster_metadata", 0)}
+    assert events.quorum_key("c1", "__cluster_metadata", 0) == b"c1/__cluster_metadata-0"
+    other = events.Fetch("c2", "__cluster_metadata", 0, 1, 1, 1, 2, "voter", 1, 1, 1, 1, "valid")
+    assert events.record_key(other) == b"c2/__cluster_metadata-0"
+
+
+def test_both_clients_put_a_quorums_key_in_the_same_partition(broker, topic_factory):
+    """kafka-python's default partitioner (the nodes, the collector) and librdkafka's
+    murmur2_random (the synthetic quorum) must agree, or one quorum's records would split."""
+    from confluent_kafka import Producer
+
+    from quorum.node.publisher import EventPublisher
+    from quorum.synthetic.publish import PRODUCER_DEFAULTS
+    topic = topic_factory(partitions=7)
+    keys = [events.quorum_key(f"cluster-{i}", "__cluster_metadata", i % 3) for i in range(40)]
+    kp = EventPublisher(broker.bootstrap, topic)._make_producer()
+    try:
+        by_kafka_python = [kp.send(topic, key=k, value=b"x").get(timeout=10).partition for k in keys]
+    finally:
+        kp.close(timeout=2)
+    by_librdkafka: dict[bytes, int] = {}
+    cp = Producer({**PRODUCER_DEFAULTS, "bootstrap.servers": broker.bootstrap, "delivery.report.only.error": False})
+    for k in keys:
+        cp.produce(topic, b"x", k, on_delivery=lambda err, msg: by_librdkafka.__setitem__(msg.key(), msg.partition()))
+    assert cp.flush(10) == 0
+    assert [by_librdkafka[k] for k in keys] == by_kafka_python
+    assert len(set(by_kafka_python)) > 3  # the keys really spread over the partitions
+
+
+def test_new_snapshot_fields_and_directory_ids_default_when_absent():
+    obj = events.to_dict(SNAPSHOT_V2)
+    for name in ("poll_interval_ms", "latency_ms", "answered_by"):
+        del obj[name]
+    del obj["voters"][0]["directory_id"]
+    old = events.from_dict(obj)
+    assert (old.poll_interval_ms, old.latency_ms, old.answered_by) == (-1, -1, -1)
+    assert old.voters[0].directory_id == events.UNKNOWN_DIRECTORY_ID
+    assert events.decode(events.encode(old)) == old  # the unknown directory id round-trips
+
+
+def test_fields_shared_by_snapshots_and_poll_errors_keep_the_optional_spec_in_the_envelope():
+    envelope = events.envelope_fields()
+    for name in ("poll_interval_ms", "latency_ms", "answered_by"):
+        assert envelope[name].kind == "long" and not envelope[name].required and envelope[name].default == -1
 
 
 def test_optional_field_added_later_defaults_when_absent():
@@ -91,6 +141,18 @@ BAD = [
     (_mutated(METRICS, last_applied_offset=118), "last_applied_offset", "inconsistent"),
     (_mutated(STATE_CHANGE, to_state=_DELETE), "to_state", "missing_field"),
     (_mutated(SNAPSHOT, voters=[{"replica_id": 1}]), "log_end_offset", "missing_field"),
+    (_mutated(SNAPSHOT_V2, latency_ms=-2), "latency_ms", "out_of_range"),
+    (_mutated(SNAPSHOT_V2, voters=[{**events.to_dict(SNAPSHOT_V2)["voters"][0], "directory_id": ""}]),
+     "directory_id", "bad_value"),
+    (_mutated(SNAPSHOT_V2, voters=[{**events.to_dict(SNAPSHOT_V2)["voters"][0], "directory_id": 5}]),
+     "directory_id", "wrong_type"),
+    (_mutated(POLL_ERROR, poll_interval_ms=0), "poll_interval_ms", "out_of_range"),
+    (_mutated(POLL_ERROR, latency_ms=-1), "latency_ms", "out_of_range"),
+    (_mutated(POLL_ERROR, error_code=-2), "error_code", "out_of_range"),
+    (_mutated(POLL_ERROR, error=""), "error", "bad_value"),
+    (_mutated(POLL_ERROR, error=_DELETE), "error", "missing_field"),
+    (_mutated(POLL_ERROR, leader_epoch=-2), "leader_epoch", "out_of_range"),
+    (_mutated(POLL_ERROR, source=_DELETE), "source", "missing_field"),
     (_mutated(SNAPSHOT, voters=[5]), "record", "not_an_object"),
     (_mutated(SNAPSHOT, observers=[{"replica_id": 4, "log_end_offset": -2, "last_fetch_timestamp_ms": -1,
                                      "last_caught_up_timestamp_ms": -1}]), "log_end_offset", "out_of_range"),
@@ -129,9 +191,13 @@ def test_spark_parses_encoded_records_into_the_envelope(spark):
     rows = [(events.encode(r).decode(),) for r in ALL]
     df = spark.createDataFrame(rows, "value string").select(
         F.from_json("value", events.envelope_spark_schema()).alias("e")).select("e.*")
-    got = {r["type"]: r for r in df.collect()}
+    rows = df.collect()
+    got = {r["type"]: r for r in rows}
     assert got["fetch"]["fetch_offset"] == 120 and got["metrics"]["voter_set"] == [1, 2, 3]
-    assert got["quorum_snapshot"]["voters"][1]["last_caught_up_timestamp_ms"] == 1_699_999_999_500
+    snaps = {r["answered_by"]: r for r in rows if r["type"] == "quorum_snapshot"}
+    assert snaps[-1]["voters"][1]["last_caught_up_timestamp_ms"] == 1_699_999_999_500
+    assert snaps[2]["voters"][0]["directory_id"] == "SuG--fJgSXqfHAu0xLN_vg" and snaps[2]["latency_ms"] == 12
+    assert got["quorum_poll_error"]["error"] == "NOT_LEADER_OR_FOLLOWER" and got["quorum_poll_error"]["error_code"] == 6
 
 
 def test_the_contract_document_lists_every_field_and_reject_code():
@@ -142,3 +208,10 @@ def test_the_contract_document_lists_every_field_and_reject_code():
             assert f"| `{fs.name}` |" in doc, f"docs/events.md misses {fs.name}"
     for code in ContractError.CODES:
         assert f"`{code}`" in doc, f"docs/events.md misses reject code {code}"
+
+
+def test_tail_prints_one_line_for_every_record_type():
+    from quorum.tail import describe
+    lines = [describe(r) for r in ALL]
+    assert len(lines) == len(ALL) and all("c1/__cluster_metadata-0" in line for line in lines)
+    assert "NOT_LEADER_OR_FOLLOWER (code 6)" in describe(POLL_ERROR) and "by n2 in 12 ms" in describe(SNAPSHOT_V2)

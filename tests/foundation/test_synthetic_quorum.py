@@ -34,7 +34,7 @@ def kip836_last_caught_up(records, cluster, replica, until_ms):
     return last_caught_up
 
 
-def test_every_record_validates_and_is_keyed_by_its_replica():
+def test_every_record_validates_and_is_keyed_by_its_quorum():
     seed = int(os.environ.get("SYNTH_SEED", random.randrange(1 << 30)))
     print(f"seed={seed} (replay with SYNTH_SEED={seed})")
     _q, records = run(260_000, clusters=2, voters=3, observers=2, seed=seed, append_interval_ms=50,

@@ -35,3 +35,19 @@ def test_data_dir_of_another_cluster_or_node_is_refused(tmp_path):
         check_or_claim(tmp_path, "c2", 1)
     with pytest.raises(DataDirMismatch, match="node 1"):
         check_or_claim(tmp_path, "c1", 2)
+
+
+def test_a_claimed_directory_keeps_one_directory_id_and_an_old_one_gets_one(tmp_path):
+    from quorum.storage.meta import UNKNOWN_DIRECTORY_ID, directory_id, directory_id_text, directory_id_uuid
+    check_or_claim(tmp_path / "a", "c1", 1)
+    first = directory_id(tmp_path / "a")
+    assert len(first) == 22 and first != UNKNOWN_DIRECTORY_ID and not first.startswith("-")
+    assert check_or_claim(tmp_path / "a", "c1", 1) is False and directory_id(tmp_path / "a") == first
+    assert directory_id_text(directory_id_uuid(first)) == first  # Kafka's form and the wire's agree
+    check_or_claim(tmp_path / "b", "c1", 1)
+    assert directory_id(tmp_path / "b") != first  # another disk, another id
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "meta.properties").write_text("version=1\ncluster.id=c1\nnode.id=1\n")  # before directory ids
+    kept = directory_id(old)
+    assert directory_id(old) == kept and check_or_claim(old, "c1", 1) is False

@@ -24,7 +24,13 @@ STATE_CHANGE = events.StateChange("c1", "__cluster_metadata", 0, NOW_MS, 3, "can
 SNAPSHOT = events.QuorumSnapshot("c1", "__cluster_metadata", 0, NOW_MS, 1, 3, 11,
                                  (events.ReplicaState(1, 12, NOW_MS, NOW_MS), events.ReplicaState(2, 10, NOW_MS, -1)),
                                  (), "localhost:9093")
-SAMPLES = [FETCH, METRICS, STATE_CHANGE, SNAPSHOT]
+SNAPSHOT_V2 = events.QuorumSnapshot("c1", "__cluster_metadata", 0, NOW_MS, 1, 3, 11,
+                                    (events.ReplicaState(1, 12, NOW_MS, NOW_MS, "SuG--fJgSXqfHAu0xLN_vg"),),
+                                    (events.ReplicaState(4, 12, NOW_MS, NOW_MS, "AAAAAAAAAAAAAAAAAAAABw"),),
+                                    "localhost:9093", poll_interval_ms=1000, latency_ms=3, answered_by=2)
+POLL_ERROR = events.QuorumPollError("c1", "__cluster_metadata", 0, NOW_MS, "localhost:9093", 1000, 1000, -1,
+                                    "timeout", -1, -1, -1)
+SAMPLES = [FETCH, METRICS, STATE_CHANGE, SNAPSHOT, SNAPSHOT_V2, POLL_ERROR]
 
 
 def raw_frame(spark, values: list[bytes | None]):
@@ -148,6 +154,17 @@ def test_metrics_without_the_optional_dropped_events_field_take_its_default(spar
     del raw["dropped_events_total"]
     df = checked(spark, [json.dumps(raw).encode()]).transform(valid_events)
     assert df.select("dropped_events_total", "voter_set").collect() == [(0, [1, 2, 3])]
+
+
+def test_snapshots_without_the_poll_fields_take_their_defaults_and_poll_errors_keep_theirs(spark):
+    raw = events.to_dict(SNAPSHOT_V2)
+    for name in ("poll_interval_ms", "latency_ms", "answered_by"):
+        del raw[name]
+    df = checked(spark, [json.dumps(raw).encode(), events.encode(POLL_ERROR)]).transform(valid_events)
+    got = {r["type"]: r for r in df.select("type", "poll_interval_ms", "latency_ms", "answered_by", "error_code",
+                                           "error", "source").collect()}
+    assert tuple(got["quorum_snapshot"])[1:4] == (-1, -1, -1) and got["quorum_snapshot"]["error"] is None
+    assert tuple(got["quorum_poll_error"])[1:] == (1000, 1000, -1, -1, "timeout", "localhost:9093")
 
 
 def test_dead_letters_keep_reason_field_raw_bytes_and_kafka_position(spark):
