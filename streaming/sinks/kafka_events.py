@@ -7,7 +7,8 @@ sequence number, kept in the state store: a batch replayed after a restart repea
 numbers) and `batch_id` (the micro-batch that produced it); `held: true` marks events reached
 while the whole input was stalled and published once it resumed. A consumer keeps, per quorum,
 the highest `seq` it processed and drops anything at or below it. Records are keyed by quorum
-(`cluster/topic-partition/quorum`), so one quorum's events stay in order in one partition.
+(`cluster/topic-partition`, as on the events topic), so one quorum's events stay in order in one
+partition.
 
 A topic that cannot be reached never stops the job: events wait in a bounded buffer (the
 oldest dropped first, counted) and are retried at every batch; the buffer is spooled to a file
@@ -23,7 +24,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from quorum.events import QUORUM_KEY, key_of
+from quorum.events import quorum_key
 
 from .config import KafkaSinkConfig
 
@@ -33,7 +34,7 @@ DROP = ("kind", "event_seq", "seq", "proc_ms", "last_input_proc_ms", "silent")
 
 
 def event_key(row: dict[str, Any]) -> bytes:
-    return key_of(row["cluster_id"], row["topic"], int(row["partition"]), QUORUM_KEY)
+    return quorum_key(row["cluster_id"], row["topic"], int(row["partition"]))
 
 
 def event_value(row: dict[str, Any], batch_id: int | None = None) -> bytes:

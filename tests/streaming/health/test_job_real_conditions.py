@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka import Producer
 
 from prometheus_tools import wait_for
-from quorum.events import encode, from_dict
+from quorum.events import encode, from_dict, quorum_key
 from streaming.config import JobConfig
 from streaming.health import statuses as S
 from streaming.job import start_job
@@ -42,7 +42,7 @@ class LiveQuorums(threading.Thread):
     def send(self, records: list[dict]) -> None:
         for r in records:
             value = r if isinstance(r, bytes) else encode(from_dict(r))
-            key = f"{r['cluster_id']}/{TOPIC}-0/quorum".encode()
+            key = quorum_key(r["cluster_id"], TOPIC, 0)
             self.producer.produce(self.topic, key=key, value=value)
         self.producer.poll(0)
 

@@ -50,7 +50,7 @@ def test_transitions_windows_and_truncations_are_published_as_json(broker, topic
 
     messages = consume_all(broker.bootstrap, topic, len(events))
     values = [json.loads(m.value()) for m in messages]
-    assert {m.key() for m in messages} == {b"c1/__cluster_metadata-0/quorum"}  # one quorum, one key
+    assert {m.key() for m in messages} == {b"c1/__cluster_metadata-0"}  # one quorum, one key
     replica3 = [v for v in values if v.get("replica_id") == 3]
     transitions = [(v["previous_status"], v["status"]) for v in replica3 if v["event"] == "transition"]
     assert transitions == [("caught_up", "lagging"), ("lagging", "stalled")]
