@@ -55,8 +55,7 @@ def observe(clock: dict[str, Any], source: str, stamp: int, live_window_ms: int,
         entry[0] = stamp - clock["now"]
     t = stamp - entry[0]
     entry[1] = t
-    others = sorted((p for name, (_, p) in sources.items()
-                     if name != source and p >= clock["now"] - live_window_ms), reverse=True)
+    others = _top_others(clock, source, t, live_window_ms)
     ahead = max(0, t - others[0]) if others else 0
     live = sorted(others + [t], reverse=True)
     # The fastest source leads by at most a small margin over the next one (one lying source
@@ -68,6 +67,19 @@ def observe(clock: dict[str, Any], source: str, stamp: int, live_window_ms: int,
     if proposal > clock["now"]:
         clock["now"] = proposal
     return min(t, clock["now"]), ahead, late
+
+
+def _top_others(clock: dict[str, Any], source: str, t: int, live_window_ms: int) -> list[int]:
+    """The two highest live times of the sources other than `source`, highest first. The three
+    highest are kept (`top`), so a record costs no scan of every source (a quorum with a hundred
+    observers has a hundred sources); the scan happens only when one of them went stale."""
+    top = [e for e in clock.get("top", []) if e[1] != source]
+    floor = clock["now"] - live_window_ms
+    if any(p < floor for p, _ in top) or len(top) < min(2, len(clock["sources"]) - 1):
+        top = sorted(([p, n] for n, (_, p) in clock["sources"].items() if n != source and p >= floor),
+                     reverse=True)[:3]
+    clock["top"] = sorted(top + [[t, source]], reverse=True)[:3]
+    return [p for p, _ in top[:2]]
 
 
 def anchor_processing(clock: dict[str, Any], proc_ms: int) -> None:
@@ -98,3 +110,4 @@ def forget_silent(clock: dict[str, Any], horizon_ms: int) -> None:
     now = clock["now"]
     for name in [n for n, (_, t) in clock["sources"].items() if t < now - horizon_ms]:
         del clock["sources"][name]
+    clock["top"] = [e for e in clock.get("top", []) if e[1] in clock["sources"]]
