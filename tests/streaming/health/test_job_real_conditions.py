@@ -100,19 +100,31 @@ def test_skewed_clocks_a_late_partition_and_a_collector_are_judged_right_through
         wait_for(lambda: flagged("skewed", 2, S.UNREACHABLE) and flagged("late", 3, S.UNREACHABLE)
                  and flagged("polled", None, S.LEADERLESS), 60, f"the real faults flagged; seen {seen}")
     finally:
+        job.stop()  # first: a publisher stopping under a running job would be silence to judge
         live.stop.set()
         live.join()
-        job.stop()
     fault_wall = live.t0 / 1000 + FAULT_AT_S
     before = [e for w, e in seen if w < fault_wall + 1.0]
     assert before == [], f"flagged while healthy: {before}"
-    # Each fault flagged within its threshold + 2 s (the late quorum: + its 3 s of lateness).
-    threshold = cfg.health.unreachable_after_ms / 1000
-    assert flagged("skewed", 2, S.UNREACHABLE)[0] - fault_wall <= threshold + 2
-    assert flagged("late", 3, S.UNREACHABLE)[0] - fault_wall <= threshold + 3 + 2
-    assert flagged("polled", None, S.LEADERLESS)[0] - fault_wall <= threshold + 1 + 2
+    # Each fault flagged within its threshold on the quorum's own clock (the leader's for the
+    # skewed and the late quorums, the collector's, 1 s ahead, for the polled one), plus one
+    # trigger; on the wall clock, whatever the machine's load added, printed.
+    threshold_ms = cfg.health.unreachable_after_ms
+    fault_ms = live.t0 + int(FAULT_AT_S * 1000)
+    for cluster, replica, status, clock_skew_ms, allowance_ms in (
+            ("skewed", 2, S.UNREACHABLE, 0, 0), ("late", 3, S.UNREACHABLE, 0, 0),
+            ("polled", None, S.LEADERLESS, 1000, 1000)):
+        wall, event = next((w, e) for w, e in seen if e["cluster_id"] == cluster
+                           and e.get("replica_id") == replica and e["status"] == status)
+        on_clock = event["now_ms"] - (fault_ms + clock_skew_ms)
+        print(f"{cluster}: {status} {on_clock / 1000:.1f} s after the fault on the quorum's clock, "
+              f"{wall - fault_wall:.1f} s on the wall clock")
+        assert threshold_ms <= on_clock <= threshold_ms + allowance_ms + TRIGGER_MS + 500, (cluster, on_clock)
+        assert wall - fault_wall <= 60
     # and nothing else was flagged: only the faulted replicas and the quorums they degrade
     others = {(e["cluster_id"], e.get("replica_id"), e["status"]) for _, e in seen}
     assert others <= {("skewed", 2, S.UNREACHABLE), ("skewed", None, S.DEGRADED), ("late", 3, S.UNREACHABLE),
                       ("late", None, S.DEGRADED), ("polled", None, S.LEADERLESS),
-                      ("polled", 1, S.UNKNOWN), ("polled", 2, S.UNKNOWN), ("polled", 3, S.UNKNOWN)}, others
+                      ("polled", 1, S.UNKNOWN), ("polled", 2, S.UNKNOWN), ("polled", 3, S.UNKNOWN)}, \
+        [(round(w - fault_wall, 1), e["cluster_id"], e.get("replica_id"), e["previous_status"], e["status"],
+          e["reason"]) for w, e in seen]

@@ -72,3 +72,18 @@ def test_events_of_a_held_quorum_are_published_late_with_a_flag_not_dropped():
     assert any(e["kind"] == "window" and e.get("held") for e in back.events if e["cluster_id"] == "a")
     seqs = [e["event_seq"] for e in back.events if e["cluster_id"] == "a"]
     assert seqs == sorted(seqs)
+
+
+def test_replicas_not_re_emitted_keep_their_last_row():
+    # Replica rows come only when what they show changed (once in full per job run): the view
+    # merges them, so a steady replica stays on the dashboard between its rows.
+    snap = HealthSnapshot()
+    q = ScriptedQuorum("c1", observers=(4,))
+    first = q.rows(3000)
+    snap.apply(first)
+    later = [r for r in q.rows(1000) if r["kind"] != "replica" or r["replica_id"] == 2]
+    snap.apply(later)
+    [view] = snap.views("c1")
+    assert sorted(view.replicas) == [1, 2, 3, 4]
+    assert view.replicas[2]["now_ms"] > view.replicas[3]["now_ms"]  # 2 was refreshed, 3 kept
+    assert view.quorum["seq"] == max(r["seq"] for r in later)
