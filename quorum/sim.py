@@ -232,10 +232,12 @@ class Simulation:
     def _on_tick(self, data) -> None:
         node_id, inc = data
         n = self.nodes[node_id]
-        if not n.up or n.incarnation != inc or n.paused_until is not None:
+        if not n.up or n.incarnation != inc:
             return
         if n.scheduled_tick is not None and n.scheduled_tick <= self.now:
-            n.scheduled_tick = None
+            n.scheduled_tick = None   # consumed even while paused: the resume schedules anew
+        if n.paused_until is not None:
+            return
         if n.raft.next_deadline() <= self.now:
             self._apply(n, n.raft.tick(self.now))
         else:
