@@ -65,10 +65,16 @@ def batches_to_records(data: bytes) -> list[LogRecord]:
 
 
 class DurableLog(ReplicatedLog):
-    """`ReplicatedLog` on a `SegmentLog`."""
+    """`ReplicatedLog` on a `SegmentLog`, with the most recent records also kept in memory:
+    the leader reads every new record back right away (fetch answers, committed records) and
+    a follower its committed ones, so the tail is served without reading and decoding."""
+
+    TAIL_RECORDS = 16_384
 
     def __init__(self, segments: SegmentLog):
         self.segments = segments
+        self._tail: list[LogRecord] = []
+        self._tail_base = segments.end_offset     # offset of _tail[0]
 
     @classmethod
     def open(cls, directory: str | Path, segment_bytes: int = DEFAULT_SEGMENT_BYTES,
@@ -90,16 +96,28 @@ class DurableLog(ReplicatedLog):
             if base != self.segments.end_offset:
                 raise ValueError(f"append at offset {base}, log end is {self.segments.end_offset}")
             self.segments.append(epoch, recs, control)
+        self._tail.extend(records)
+        extra = len(self._tail) - self.TAIL_RECORDS
+        if extra > self.TAIL_RECORDS // 4:      # trim in steps, not on every append
+            del self._tail[:extra]
+            self._tail_base += extra
 
     def flush(self) -> None:
         self.segments.flush()
 
     def truncate_to(self, offset: int) -> None:
         self.segments.truncate_to(offset)
+        if offset < self._tail_base:
+            self._tail, self._tail_base = [], self.segments.end_offset
+        else:
+            del self._tail[offset - self._tail_base:]
 
     def read(self, start_offset: int, max_records: int) -> Sequence[LogRecord]:
         if start_offset >= self.segments.end_offset or max_records <= 0:
             return []
+        if start_offset >= self._tail_base:
+            i = start_offset - self._tail_base
+            return self._tail[i:i + max_records]
         return [to_core(r) for r in self.segments.read(start_offset, start_offset + max_records)]
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
