@@ -27,3 +27,17 @@ def test_tail_reads_match_a_reopened_log_through_appends_trims_and_truncations(t
     assert [r.epoch for r in log.read(9, 5)] == [1, 4, 4]
     log.close()
     reopened.close()
+
+
+def test_a_follower_appends_the_very_bytes_it_received(tmp_path):
+    from quorum.storage.durable_log import batches_to_records, records_to_batches
+    leader, _ = DurableLog.open(tmp_path / "leader", fsync=False)
+    follower, _ = DurableLog.open(tmp_path / "follower", fsync=False)
+    records = _records(0, 1, 1, LEADER_CHANGE) + _records(1, 50, 1) + _records(51, 2, 2, NOOP)
+    leader.append(records)
+    wire = records_to_batches(leader.read(0, 100))
+    assert wire == records_to_batches(records)                 # built once, the same bytes
+    got = batches_to_records(wire)
+    assert got == records
+    follower.append(got)
+    assert follower.segments.read_batches(0, 1 << 20) == leader.segments.read_batches(0, 1 << 20) == wire
