@@ -59,7 +59,7 @@ def test_non_leader_answers_not_leader_or_follower_with_the_leader_it_knows():
 
 
 def test_new_leader_reports_high_watermark_minus_one_until_it_commits_in_its_epoch():
-    # Mirrors KafkaRaftClientTest.testDescribeQuorumWithOnlyStaticVoters... / LeaderStateTest:
+    # Mirrors KafkaRaftClientTest.testDescribeQuorumWithOnlyStaticVoters / LeaderStateTest:
     # a leader's high watermark is unknown until a record of its own epoch is committed.
     ctx = _leader()
     assert ctx.node.describe_quorum(ctx.now).high_watermark == -1

@@ -86,7 +86,7 @@ def test_voter_not_named_as_successor_waits_the_backoff_max():
 
 
 def test_unattached_voter_answering_end_quorum_epoch_names_the_resigning_leader():
-    # Mirrors KafkaRaftClientTest.testHandleEndQuorumRequest... from unattached: the request
+    # Mirrors KafkaRaftClientTest.testEndQuorumStartsNewElectionImmediatelyIfFollowerUnattached: the request
     # tells who led the epoch; the node follows it and applies the successor backoff.
     ctx = Ctx(stored=ElectionState(4, voters=(0, 1, 2)))
     ctx.deliver(2, end_request(2, 4, (1, 0)))

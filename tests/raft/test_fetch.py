@@ -151,7 +151,7 @@ def test_held_fetches_are_answered_not_leader_when_leadership_ends():
 
 
 def test_fetch_offset_past_the_leaders_log_end_diverges_instead_of_out_of_range():
-    # Mirrors KafkaRaftClientTest.testFetchRequestOffsetAboveLogEnd... / the facts file: a
+    # Mirrors KafkaRaftClientTest.testLeaderImmediatelySendsDivergingEpoch / the facts file: a
     # deposed leader's uncommitted tail is answered DivergingEpoch, so the follower truncates.
     ctx = _leader()
     leo, epoch = ctx.log.end_offset(), ctx.node.epoch
@@ -162,7 +162,7 @@ def test_fetch_offset_past_the_leaders_log_end_diverges_instead_of_out_of_range(
 
 
 def test_fetch_whose_last_epoch_is_ahead_of_the_leaders_log_diverges():
-    # Mirrors KafkaRaftClientTest.testFetchResponseWithDivergingEpoch... (last fetched epoch
+    # Mirrors KafkaRaftClientTest.testLeaderImmediatelySendsDivergingEpoch (last fetched epoch
     # newer than any the leader wrote, within the request epoch): largest epoch at or below it.
     ctx = _leader(log_epochs=(1, 1, 2), config=RaftConfig(max_idle_interval_ms=0))
     epoch = ctx.node.epoch                      # 5: its LeaderChange record is at offset 3
@@ -171,7 +171,7 @@ def test_fetch_whose_last_epoch_is_ahead_of_the_leaders_log_diverges():
 
 
 def test_only_valid_fetches_count_for_check_quorum_and_endorsement():
-    # Mirrors LeaderStateTest.testCheckQuorum... / KafkaRaftClient's updateReplicaState: only a
+    # Mirrors KafkaRaftClientTest.testCheckQuorum / LeaderState.updateReplicaState: only a
     # fetch consistent with the leader's log moves the check-quorum timer and endorses.
     ctx = _leader()
     st = ctx.node.state

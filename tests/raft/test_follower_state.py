@@ -96,7 +96,7 @@ def test_fetch_response_naming_newer_leader_switches_leader():
 
 
 def test_follower_retry_backoff_doubles_with_each_error_answer_up_to_the_backoff_max():
-    # Kafka's request manager backs a failing connection off; the core doubles retry.backoff.ms
+    # Near KafkaRaftClientTest.testObserverHandleRetryFetchToLeader (a failed fetch backs off); the core doubles retry.backoff.ms
     # per error answer in a row (20, 40, 80, ... capped at election.backoff.max.ms = 1000).
     ctx = _follower(config=RaftConfig(fetch_timeout_ms=10_000))
     waits = []
@@ -111,7 +111,7 @@ def test_follower_retry_backoff_doubles_with_each_error_answer_up_to_the_backoff
 
 
 def test_observer_past_its_fetch_timeout_keeps_its_leader_and_asks_any_voter():
-    # Mirrors KafkaRaftClientTest.testObserverHandleRetryFetchToBootstrapServer...: an observer
+    # Mirrors KafkaRaftClientTest.testObserverSendDiscoveryFetchAfterFetchTimeout: an observer
     # does not drop to unattached (leader -1); it fetches from any voter until one answers.
     ctx = _follower(node_id=5)
     ctx.answer(ctx.sent(m.FetchRequest)[0], fetch_response(2, 4, 0))

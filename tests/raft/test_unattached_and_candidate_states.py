@@ -74,7 +74,7 @@ def _prospective(stored):
 
 
 def test_prospective_whose_election_times_out_goes_back_to_its_known_leader_and_fetches():
-    # Mirrors KafkaRaftClientPreVoteTest.testProspectiveTransitionsToFollowerAfterElectionTimeout...
+    # Mirrors Kafka 4.x KafkaRaftClientPreVoteTest's prospective election-timeout cases
     # (pollProspective -> prospectiveTransitionAfterElectionLoss): no endless pre-vote rounds.
     ctx = _prospective(ElectionState(4, leader_id=2, voters=(0, 1, 2, 3, 4)))
     ctx.tick_until(lambda out: ctx.node.state_name != "prospective")
@@ -102,7 +102,7 @@ def test_candidate_whose_election_times_out_goes_to_prospective_at_once():
 
 
 def test_candidate_backoff_after_rejection_grows_with_the_elections_lost():
-    # Mirrors KafkaRaftClientTest.testCandidateBackoffElection...: binary exponential backoff,
+    # Mirrors KafkaRaftClientTest.testRetryElection: binary exponential backoff,
     # a random multiple of retry.backoff.ms below 2^retries of them, counted across pre-votes.
     ctx = Ctx(voters=(0, 1, 2), seed=3)
     from .context import vote_response

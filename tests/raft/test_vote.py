@@ -10,7 +10,7 @@ def test_rule1_reject_vote_when_a_larger_epoch_is_known():
     ctx = Ctx(stored=ElectionState(5))
     ctx.deliver(1, vote_request(1, 4, 3, 10))
     part = only_partition(ctx.sent(m.VoteResponse)[0].body)
-    # Kafka answers a stale vote FENCED_LEADER_EPOCH (KafkaRaftClientTest.testHandleVoteRequestWithOlderEpoch... style)
+    # Kafka answers a stale vote FENCED_LEADER_EPOCH (KafkaRaftClientTest.testHandleInvalidVoteRequestWithOlderEpoch)
     assert not part.vote_granted and part.leader_epoch == 5 and part.error_code == m.Errors.FENCED_LEADER_EPOCH
     assert ctx.store.read().epoch == 5
 
@@ -179,7 +179,7 @@ def test_malformed_vote_requests_are_invalid_request_and_change_nothing():
 
 
 def test_stale_pre_vote_is_fenced_leader_epoch():
-    # Mirrors KafkaRaftClientPreVoteTest.testHandlePreVoteRequestWithLowerEpoch... style checks.
+    # Mirrors KafkaRaftClientPreVoteTest.testHandleInvalidPreVoteRequestWithOlderEpoch.
     ctx = Ctx(stored=ElectionState(5))
     ctx.deliver(1, vote_request(1, 4, 3, 10, pre_vote=True))
     part = only_partition(ctx.out.messages[0].body)
