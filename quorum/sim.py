@@ -232,10 +232,12 @@ class Simulation:
     def _on_tick(self, data) -> None:
         node_id, inc = data
         n = self.nodes[node_id]
-        if not n.up or n.incarnation != inc or n.paused_until is not None:
+        if not n.up or n.incarnation != inc:
             return
         if n.scheduled_tick is not None and n.scheduled_tick <= self.now:
-            n.scheduled_tick = None
+            n.scheduled_tick = None   # consumed even while paused: the resume schedules anew
+        if n.paused_until is not None:
+            return
         if n.raft.next_deadline() <= self.now:
             self._apply(n, n.raft.tick(self.now))
         else:
@@ -334,6 +336,30 @@ class Simulation:
         self._push(self.now + 30, "graceful_stop", node_id)
         if restart_after_ms is not None:
             self._push(self.now + 30 + restart_after_ms, "restart", node_id)
+
+    def resign(self, node_id: int) -> None:
+        """The leader resigns but keeps running (Kafka's `resign(epoch)`), unlike a graceful
+        shutdown: it can resend EndQuorumEpoch while resigned."""
+        n = self.nodes[node_id]
+        if n.up:
+            self._apply(n, n.raft.resign(self.now))
+
+    def caught_up(self, node_ids=None) -> bool:
+        """Every given node (default: every node) has applied everything the current leader
+        has committed, and the leader has committed a record of its own epoch."""
+        leader = self.leader()
+        if leader is None:
+            return False
+        n = self.nodes[leader]
+        hw = n.published_hw
+        if hw <= n.raft.state.epoch_start_offset:
+            return False       # nothing of the leader's own epoch committed yet
+        ids = list(self.nodes) if node_ids is None else node_ids
+        return all(self.nodes[i].up and self.nodes[i].applied >= hw for i in ids)
+
+    def await_caught_up(self, bound_ms: int, node_ids=None, what: str = "every node catches up") -> int:
+        """Liveness bound: `caught_up(node_ids)` within `bound_ms` of simulated time."""
+        return self.run_until(lambda: self.caught_up(node_ids), bound_ms, what)
 
     def lose_disk(self, node_id: int, restart_after_ms: int | None = None) -> bool:
         """Wipe a node's log and quorum state. A voter comes back unable to vote; only done

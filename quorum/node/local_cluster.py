@@ -27,8 +27,11 @@ FAST = {"controller.quorum.election.timeout.ms": 300, "controller.quorum.fetch.t
 
 class Cluster:
     def __init__(self, root: Path, voters: int = 3, observers: int = 1, settings: dict | None = None,
-                 events_bootstrap: str | None = None, events_topic: str | None = None, cluster_id: str = "test-cluster"):
+                 events_bootstrap: str | None = None, events_topic: str | None = None, cluster_id: str = "test-cluster",
+                 profile_dir: Path | None = None):
+        """`profile_dir`: run every node under cProfile, writing `node-N.prof` there on exit."""
         self.root = root
+        self.profile_dir = profile_dir
         self.ids = list(range(1, voters + observers + 1))
         self.voter_ids = self.ids[:voters]
         self.ports = {i: free_port() for i in self.ids}
@@ -52,7 +55,9 @@ class Cluster:
     def start(self, *ids: int) -> None:
         for i in ids or self.ids:
             log = open(self.root / f"node-{i}.log", "ab")
-            self.procs[i] = subprocess.Popen([sys.executable, "-m", "quorum.cli", "node", "--config",
+            profile = [] if self.profile_dir is None else ["-m", "cProfile", "-o",
+                                                           str(self.profile_dir / f"node-{i}.prof")]
+            self.procs[i] = subprocess.Popen([sys.executable, *profile, "-m", "quorum.cli", "node", "--config",
                                               str(self.configs[i])], stdout=log, stderr=subprocess.STDOUT,
                                              stdin=subprocess.DEVNULL)
         for i in ids or self.ids:

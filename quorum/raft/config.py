@@ -18,7 +18,6 @@ class RaftConfig:
     fetch_max_wait_ms: int = 500           # long poll of a fetch with nothing new
     fetch_max_records: int = 4096          # records per fetch response
     observer_expiry_ms: int = 300_000      # the leader forgets an observer silent this long
-    successor_backoff_max_ms: int = 1000   # cap of the EndQuorumEpoch successor backoff
     check_quorum_factor: float = 1.5       # leader resigns without majority fetches for this x fetch timeout
     pre_vote: bool = True                  # KIP-996
     metrics_snapshot_interval_ms: int = 100  # Output.metrics at most this often (None in between)

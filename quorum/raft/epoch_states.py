@@ -34,15 +34,13 @@ class EpochState:
 class UnattachedState(EpochState):
     """No leader known in this epoch; maybe a vote cast. A voter campaigns when the
     election timer expires; an observer looks for the leader by asking voters."""
-    __slots__ = ("election_deadline", "next_discovery_ms", "skip_pre_vote")
+    __slots__ = ("election_deadline", "next_discovery_ms")
     name = "unattached"
 
-    def __init__(self, epoch: int, voted_id: int, election_deadline: int | None,
-                 skip_pre_vote: bool = False) -> None:
+    def __init__(self, epoch: int, voted_id: int, election_deadline: int | None) -> None:
         super().__init__(epoch, NO_LEADER, voted_id)
         self.election_deadline = election_deadline
         self.next_discovery_ms = 0
-        self.skip_pre_vote = skip_pre_vote
 
     def deadline(self) -> int | None:
         return self.election_deadline
@@ -51,15 +49,16 @@ class UnattachedState(EpochState):
 class ProspectiveState(EpochState):
     """KIP-996 pre-vote round: asks the voters whether they would vote for this node in the
     next epoch, without anyone bumping an epoch. Keeps the leader it may still know."""
-    __slots__ = ("election_deadline", "granted", "rejected")
+    __slots__ = ("election_deadline", "granted", "rejected", "retries")
     name = "prospective"
 
     def __init__(self, epoch: int, leader_id: int, voted_id: int, election_deadline: int,
-                 self_id: int) -> None:
+                 self_id: int, retries: int = 0) -> None:
         super().__init__(epoch, leader_id, voted_id)
         self.election_deadline = election_deadline
         self.granted = {self_id}
         self.rejected: set[int] = set()
+        self.retries = retries  # elections lost so far: the candidate's backoff grows with them
 
     def deadline(self) -> int | None:
         return self.election_deadline
@@ -86,7 +85,7 @@ class FollowerState(EpochState):
     """Fetching from a known leader. `fetch_deadline` is the fetch timeout; it moves on
     every successful fetch response. After an EndQuorumEpoch it becomes the successor
     backoff instead and `leader_resigned` is set."""
-    __slots__ = ("fetch_deadline", "inflight_fetch", "next_fetch_ms", "leader_resigned")
+    __slots__ = ("fetch_deadline", "inflight_fetch", "next_fetch_ms", "leader_resigned", "fetch_errors")
     name = "follower"
 
     def __init__(self, epoch: int, leader_id: int, voted_id: int, fetch_deadline: int) -> None:
@@ -95,6 +94,7 @@ class FollowerState(EpochState):
         self.inflight_fetch: int | None = None  # correlation id
         self.next_fetch_ms = 0
         self.leader_resigned = False
+        self.fetch_errors = 0   # error answers in a row: the retry backoff doubles with each
 
     def deadline(self) -> int | None:
         return self.fetch_deadline
@@ -102,13 +102,19 @@ class FollowerState(EpochState):
 
 class ResignedState(EpochState):
     """A former leader of this epoch (graceful resignation, lost check quorum, or a restart
-    whose stored state said leader). It must not vote for anyone else in this epoch."""
-    __slots__ = ("election_deadline",)
+    whose stored state said leader). It must not vote for anyone else in this epoch. It still
+    names itself as the leader of the epoch (as Kafka does) and sends EndQuorumEpoch to every
+    other voter, again and again, until each has answered it."""
+    __slots__ = ("election_deadline", "successors", "unacked", "next_end_ms")
     name = "resigned"
 
-    def __init__(self, epoch: int, self_id: int, election_deadline: int) -> None:
+    def __init__(self, epoch: int, self_id: int, election_deadline: int,
+                 successors: tuple[int, ...] = ()) -> None:
         super().__init__(epoch, self_id, self_id)
         self.election_deadline = election_deadline
+        self.successors = successors
+        self.unacked = set(successors)
+        self.next_end_ms = {v: 0 for v in successors}   # earliest (re)send per voter
 
     def deadline(self) -> int | None:
         return self.election_deadline

@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import bisect
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 DATA = "data"
 LEADER_CHANGE = "leader_change"
@@ -31,8 +30,8 @@ RECORD_KINDS = (DATA, LEADER_CHANGE, NOOP)
 CONTROL_KINDS = (LEADER_CHANGE, NOOP)
 
 
-@dataclass(frozen=True, slots=True)
-class LogRecord:
+class LogRecord(NamedTuple):
+    """One record of the quorum log (a tuple: cheap to build for every record read)."""
     offset: int
     epoch: int
     value: bytes

@@ -12,11 +12,13 @@ The core does no I/O of its own: it reads and writes through the `ReplicatedLog`
 
 Transitions (a voter; observers only ever follow or look for the leader):
     unattached --election timeout--> prospective --majority pre-votes--> candidate
-    prospective --majority rejects--> follower (leader still known) | unattached
-    candidate --majority votes--> leader;  --lost--> backoff --> prospective
-    leader --check quorum lost | resign()--> resigned --election timeout--> prospective
+    prospective --majority rejects | election timeout--> follower (leader still known) | unattached
+    candidate --majority votes--> leader;  --rejected--> backoff --> prospective;
+              --election timeout--> prospective
+    leader --check quorum lost | resign()--> resigned (sends EndQuorumEpoch until answered)
+    resigned --election timeout--> unattached in the next epoch
     follower --fetch timeout--> prospective;  --EndQuorumEpoch--> successor backoff --> candidate
-    any --higher epoch seen--> unattached (or follower when the leader is named)
+    any --higher epoch seen (a pre-vote's too)--> unattached (or follower when the leader is named)
     restart with a stored leadership of its own --> resigned in that epoch
 """
 from __future__ import annotations
@@ -152,6 +154,8 @@ class RaftNode:
         st = self.state
         d = st.deadline()
         if isinstance(st, FollowerState):
+            if not self.is_voter and self._now >= st.fetch_deadline:
+                d = None   # past its fetch timeout an observer only has fetches to (re)send
             nf = st.next_fetch_ms if st.inflight_fetch is None and not st.leader_resigned else None
             if nf is not None and (d is None or nf < d):
                 d = nf
@@ -161,6 +165,11 @@ class RaftNode:
             noop = st.last_append_ms + self.config.max_idle_interval_ms
             if noop < d:
                 d = noop
+        elif isinstance(st, ResignedState):
+            waiting = self._end_in_flight()
+            for v in st.unacked:
+                if v not in waiting and st.next_end_ms[v] < d:
+                    d = st.next_end_ms[v]
         for p in self._pending.values():
             if d is None or p.deadline < d:
                 d = p.deadline
@@ -197,8 +206,10 @@ class RaftNode:
                 self.high_watermark, (), (), "this node is not the leader")
         st.expire_observers(now, self.config.observer_expiry_ms)
         voters, observers = st.describe_replicas(now, self.log.end_offset())
+        # Kafka's leader knows no high watermark (-1) until it has committed in its own epoch.
+        hw = self.high_watermark if self.high_watermark > st.epoch_start_offset else -1
         return DescribeQuorumPartitionResponse(self.partition, Errors.NONE, self.node_id, st.epoch,
-                                               self.high_watermark, voters, observers)
+                                               hw, voters, observers)
 
     def metrics(self, now: int) -> RaftMetrics:
         st = self.state
@@ -226,9 +237,12 @@ class RaftNode:
         """The event contract's Metrics record for this node."""
         m = self.metrics(now)
         state = _EVENT_STATE.get(m.current_state, m.current_state)
+        # The events keep -1 for a resigned node (as its state_change does): the health job
+        # reads a named leader as a hint of who leads, and a resigned node leads nothing.
+        leader = NO_LEADER if m.current_state == "resigned" else m.current_leader
         return events.Metrics(
             cluster_id=self.cluster_id, topic=self.topic, partition=self.partition, time_ms=now,
-            node_id=self.node_id, state=state, leader_id=m.current_leader, epoch=m.current_epoch,
+            node_id=self.node_id, state=state, leader_id=leader, epoch=m.current_epoch,
             log_end_offset=m.log_end_offset, high_watermark=m.high_watermark,
             last_applied_offset=m.last_applied_record_offset,
             last_applied_timestamp_ms=m.last_applied_record_timestamp,
@@ -261,7 +275,10 @@ class RaftNode:
         if stored is None:
             return UnattachedState(0, -1, self._election_deadline(now) if self.is_voter else None)
         if stored.leader_id == self.node_id:
-            return ResignedState(stored.epoch, self.node_id, self._election_deadline(now))
+            # It cannot know who is most caught up: it names the other voters in id order
+            # (Kafka names none, which starts every voter's election at once).
+            return ResignedState(stored.epoch, self.node_id, self._election_deadline(now),
+                                 tuple(v for v in self.voters if v != self.node_id))
         if stored.leader_id != NO_LEADER:
             return FollowerState(stored.epoch, stored.leader_id, stored.voted_id,
                                  now + self.config.fetch_timeout_ms)
@@ -273,10 +290,8 @@ class RaftNode:
         return now + t + self.rng.randint(0, t)
 
     def _known_leader(self) -> int:
-        st = self.state
-        if isinstance(st, ResignedState):
-            return NO_LEADER
-        return st.leader_id
+        # A resigned node still names itself: it led this epoch, and nobody else can.
+        return self.state.leader_id
 
     def _majority(self) -> int:
         return len(self.voters) // 2 + 1
@@ -366,7 +381,9 @@ class RaftNode:
         if self._election_started_ms is None:
             self._election_started_ms = self._now
         leader = st.leader_id if isinstance(st, (FollowerState, ProspectiveState)) else NO_LEADER
-        new = ProspectiveState(st.epoch, leader, st.voted_id, self._election_deadline(self._now), self.node_id)
+        retries = st.retries if isinstance(st, (CandidateState, ProspectiveState)) else 0
+        new = ProspectiveState(st.epoch, leader, st.voted_id, self._election_deadline(self._now), self.node_id,
+                               retries)
         self._transition(new, reason, persist=False)
         if len(new.granted) >= self._majority():
             self._become_candidate("pre-vote won")
@@ -375,7 +392,7 @@ class RaftNode:
 
     def _become_candidate(self, reason: str) -> None:
         old = self.state
-        retries = old.retries + 1 if isinstance(old, CandidateState) else 1
+        retries = old.retries + 1 if isinstance(old, (CandidateState, ProspectiveState)) else 1
         if self._election_started_ms is None:
             self._election_started_ms = self._now
         new = CandidateState(old.epoch + 1, self.node_id, self._election_deadline(self._now), retries)
@@ -412,12 +429,13 @@ class RaftNode:
         self._send(voter, BeginQuorumEpochRequest(self.cluster_id, (BeginQuorumEpochTopicRequest(
             self.topic, (part,)),)), kind="begin")
 
-    def _become_follower(self, epoch: int, leader_id: int, reason: str) -> None:
+    def _become_follower(self, epoch: int, leader_id: int, reason: str, fetch: bool = True) -> None:
         old = self.state
         voted = old.voted_id if old.epoch == epoch else -1
         new = FollowerState(epoch, leader_id, voted, self._now + self.config.fetch_timeout_ms)
         self._transition(new, reason)
-        self._send_fetch(new)
+        if fetch:
+            self._send_fetch(new)
 
     def _become_unattached(self, epoch: int, reason: str, voted_id: int = -1) -> None:
         deadline = self._election_deadline(self._now) if self.is_voter else None
@@ -425,11 +443,21 @@ class RaftNode:
         self._transition(new, reason)
 
     def _resign(self, st: LeaderState, reason: str) -> None:
-        successors = st.preferred_successors()
-        self._transition(ResignedState(st.epoch, self.node_id, self._election_deadline(self._now)), reason)
-        part = EndQuorumEpochPartitionRequest(self.partition, self.node_id, st.epoch, successors)
-        for v in self.voters:
-            if v != self.node_id:
+        new = ResignedState(st.epoch, self.node_id, self._election_deadline(self._now), st.preferred_successors())
+        self._transition(new, reason)
+        self._send_end_quorum_epochs(new)
+
+    def _end_in_flight(self) -> set[int]:
+        return {p.destination for p in self._pending.values() if p.kind == "end"}
+
+    def _send_end_quorum_epochs(self, st: ResignedState) -> None:
+        """EndQuorumEpoch to every voter that has not answered it yet and has no request in
+        flight; an error answer waits retry.backoff.ms, a lost one the request timeout."""
+        now = self._now
+        waiting = self._end_in_flight()
+        part = EndQuorumEpochPartitionRequest(self.partition, self.node_id, st.epoch, st.successors)
+        for v in sorted(st.unacked):
+            if v not in waiting and now >= st.next_end_ms[v]:
                 self._send(v, EndQuorumEpochRequest(self.cluster_id, (EndQuorumEpochTopicRequest(
                     self.topic, (part,)),)), kind="end")
 
@@ -460,15 +488,28 @@ class RaftNode:
         if part is None:
             self._answer_vote(message, Errors.UNKNOWN_TOPIC_OR_PARTITION, False, top_level=True)
             return
-        granted = self._decide_pre_vote(part) if part.pre_vote else self._decide_vote(part)
-        self._answer_vote(message, Errors.NONE, granted)
+        if not self._vote_request_valid(part):
+            self._answer_vote(message, Errors.INVALID_REQUEST, False)
+        elif part.candidate_epoch < self.state.epoch:  # 1. a larger epoch is known
+            self._answer_vote(message, Errors.FENCED_LEADER_EPOCH, False)
+        else:
+            granted = self._decide_pre_vote(part) if part.pre_vote else self._decide_vote(part)
+            self._answer_vote(message, Errors.NONE, granted)
+
+    @staticmethod
+    def _vote_request_valid(part: VotePartitionRequest) -> bool:
+        """Kafka's INVALID_REQUEST cases: negative ids, offsets or epochs, and a last epoch the
+        candidate cannot have (a candidate bumped its epoch past its log's; a pre-vote did not)."""
+        if part.candidate_id < 0 or part.candidate_epoch < 0 or part.last_offset < 0 or part.last_offset_epoch < 0:
+            return False
+        if part.pre_vote:
+            return part.last_offset_epoch <= part.candidate_epoch
+        return part.last_offset_epoch < part.candidate_epoch
 
     def _decide_vote(self, part: VotePartitionRequest) -> bool:
         """KIP-595's numbered Vote rules; a granted vote is persisted before the answer."""
         st = self.state
         epoch, cand = part.candidate_epoch, part.candidate_id
-        if epoch < st.epoch:
-            return False                               # 1. a larger epoch is known
         if not self.is_voter or cand not in self.voters:
             if epoch > st.epoch:                       # 3.1 accept the bump, refuse the vote
                 self._become_unattached(epoch, "vote request with a newer epoch")
@@ -486,10 +527,15 @@ class RaftNode:
         return True
 
     def _decide_pre_vote(self, part: VotePartitionRequest) -> bool:
-        """KIP-996: nothing changes here; refuse while our leader is alive, so that a node
+        """KIP-996: no vote is recorded; refuse while our leader is alive, so that a node
         coming back from a partition cannot depose a healthy leader."""
+        if part.candidate_epoch > self.state.epoch:
+            # Kafka: a newer epoch is adopted even from a pre-vote. Without this a voter stuck
+            # in a higher epoch (its own lost candidacy) could never rejoin a quorum whose
+            # leader sits in a lower epoch and keeps refusing its stale log.
+            self._become_unattached(part.candidate_epoch, "pre-vote request with a newer epoch")
         st = self.state
-        if part.candidate_epoch < st.epoch or not self.is_voter or part.candidate_id not in self.voters:
+        if not self.is_voter or part.candidate_id not in self.voters:
             return False
         if isinstance(st, LeaderState):
             return False
@@ -542,18 +588,26 @@ class RaftNode:
         elif len(st.rejected) > len(self.voters) - self._majority():
             self._election_lost(st)
 
+    def _prospective_done(self, st: ProspectiveState, reason: str) -> None:
+        """A pre-vote round ended without a majority: follow the leader still known, or wait."""
+        if st.leader_id != NO_LEADER and st.leader_id != self.node_id:
+            self._become_follower(st.epoch, st.leader_id, reason + ": back to the known leader")
+        else:
+            new = UnattachedState(st.epoch, st.voted_id, self._election_deadline(self._now))
+            self._transition(new, reason, persist=False)
+
     def _election_lost(self, st: EpochState) -> None:
         if isinstance(st, ProspectiveState):
-            if st.leader_id != NO_LEADER and st.leader_id != self.node_id:
-                self._become_follower(st.epoch, st.leader_id, "pre-vote rejected: leader still alive")
-            else:
-                new = UnattachedState(st.epoch, st.voted_id, self._election_deadline(self._now))
-                self._transition(new, "pre-vote rejected", persist=False)
+            self._prospective_done(st, "pre-vote rejected")
         else:
             # lost: back off (a 2-voter candidate gets here on the first rejection)
-            cap = min(self.config.election_backoff_max_ms,
-                      self.config.retry_backoff_ms * (1 << min(st.retries - 1, 20)))
-            st.backoff_until = self._now + self.rng.randint(0, max(cap, 0))
+            st.backoff_until = self._now + self._election_backoff(st.retries)
+
+    def _election_backoff(self, retries: int) -> int:
+        """Kafka's binary exponential backoff after a lost election: a random multiple of
+        retry.backoff.ms below 2^retries of them, capped at election.backoff.max.ms."""
+        n = self.rng.randrange(2 << min(max(retries, 1) - 1, 20))
+        return min(self.config.retry_backoff_ms * n, self.config.election_backoff_max_ms)
 
     # ------------------------------------------------------------------ BeginQuorumEpoch
 
@@ -613,41 +667,55 @@ class RaftNode:
         if part.leader_epoch < st.epoch:
             self._answer_epoch(message, EndQuorumEpochResponse, Errors.NONE, Errors.FENCED_LEADER_EPOCH)
             return
-        if part.leader_epoch > st.epoch:
-            self._become_unattached(part.leader_epoch, "EndQuorumEpoch with a newer epoch")
+        if part.leader_id < 0 or part.leader_id == self.node_id:
+            self._answer_epoch(message, EndQuorumEpochResponse, Errors.NONE, Errors.INVALID_REQUEST)
+            return
+        leader = part.leader_id
+        if part.leader_epoch > st.epoch or (
+                st.leader_id == NO_LEADER and isinstance(st, (UnattachedState, ProspectiveState, CandidateState))):
+            # As Kafka does, learn the (resigning) leader of that epoch: the answer names it and
+            # the successor backoff below applies as to any of its followers.
+            self._become_follower(part.leader_epoch, leader, "EndQuorumEpoch", fetch=False)
             st = self.state
-        if not self.is_voter:
-            self._answer_epoch(message, EndQuorumEpochResponse, Errors.NONE, Errors.NONE)
-            return
-        if self.node_id not in part.preferred_successors:
-            self._answer_epoch(message, EndQuorumEpochResponse, Errors.NONE, Errors.INCONSISTENT_VOTER_SET)
-            return
-        position = part.preferred_successors.index(self.node_id)
-        delay = 0 if position == 0 else min(self.config.successor_backoff_max_ms,
-                                            self.config.retry_backoff_ms * (1 << (position - 1)))
-        if isinstance(st, FollowerState) and st.leader_id == part.leader_id:
+        if self.is_voter and isinstance(st, FollowerState) and st.leader_id == leader:
+            delay = self._successor_backoff(part.preferred_successors)
             st.leader_resigned = True
             st.fetch_deadline = self._now + delay
-        elif isinstance(st, UnattachedState):
-            st.election_deadline = min(st.election_deadline or self._now + delay, self._now + delay)
-            st.skip_pre_vote = True
         self._answer_epoch(message, EndQuorumEpochResponse, Errors.NONE, Errors.NONE)
-        if delay == 0:
-            self._TICKS[self.state.name](self)
+        if self.state is st and isinstance(st, FollowerState) and st.leader_resigned and st.fetch_deadline <= self._now:
+            self._tick_follower()
+
+    def _successor_backoff(self, successors: Sequence[int]) -> int:
+        """Kafka's strict exponential backoff: position p of n preferred successors waits
+        min(B, (B >> (n-1)) << (p-1)); the first starts at once, a voter not named waits B."""
+        b = self.config.election_backoff_max_ms
+        if self.node_id not in successors:
+            return 0 if not successors else b
+        p, n = successors.index(self.node_id), len(successors)
+        return 0 if p == 0 else min(b, (b >> (n - 1)) << (p - 1))
 
     def _handle_end_response(self, message: Message, resp: EndQuorumEpochResponse) -> None:
         p = self._take_pending(message, "end")
-        part = self._our_partition(resp.topics) if p is not None else None
+        if p is None:
+            return
+        part = self._our_partition(resp.topics)
         if part is not None and resp.error_code == Errors.NONE:
-            self._maybe_handle_common_response(part.error_code, part.leader_id, part.leader_epoch)
+            if self._maybe_handle_common_response(part.error_code, part.leader_id, part.leader_epoch):
+                return
+        st = self.state
+        if isinstance(st, ResignedState) and p.state is st:
+            if part is not None and resp.error_code == Errors.NONE and part.error_code == Errors.NONE:
+                st.unacked.discard(message.source)
+            else:
+                st.next_end_ms[message.source] = self._now + self.config.retry_backoff_ms
 
     # ------------------------------------------------------------------ Fetch
 
-    def _send_fetch(self, st: FollowerState) -> None:
+    def _send_fetch(self, st: FollowerState, target: int | None = None) -> None:
         part = FetchPartition(self.partition, st.epoch, self.log.end_offset(), self.log.last_epoch())
         body = FetchRequest(self.cluster_id, self.node_id, self.config.fetch_max_wait_ms,
                             (FetchTopic(self.topic, (part,)),))
-        st.inflight_fetch = self._send(st.leader_id, body, kind="fetch")
+        st.inflight_fetch = self._send(st.leader_id if target is None else target, body, kind="fetch")
 
     def _send_discovery_fetch(self, st: UnattachedState) -> None:
         """An observer without a leader asks a random voter, whose answer names the leader."""
@@ -693,7 +761,12 @@ class RaftNode:
         if part is None:
             self._fetch_response(message, Errors.NONE, top_error=Errors.UNKNOWN_TOPIC_OR_PARTITION)
             return
-        if part.current_leader_epoch < st.epoch:
+        if (req.max_wait_ms < 0 or part.fetch_offset < 0 or part.last_fetched_epoch < 0
+                or part.last_fetched_epoch > part.current_leader_epoch):
+            # Kafka's INVALID_REQUEST; the event contract has no such outcome: these are offsets
+            # outside the log (below its start), so they are recorded as out of range.
+            error, outcome = Errors.INVALID_REQUEST, "offset_out_of_range"
+        elif part.current_leader_epoch < st.epoch:
             error, outcome = Errors.FENCED_LEADER_EPOCH, "fenced"
         elif part.current_leader_epoch > st.epoch:
             error, outcome = Errors.UNKNOWN_LEADER_EPOCH, "unknown_leader_epoch"
@@ -710,19 +783,18 @@ class RaftNode:
         now = self._now
         replica = req.replica_id
         is_voter = replica in st.voter_progress
-        if is_voter:
-            st.note_voter_fetch(replica, now, self.config.check_quorum_timeout_ms)
         offset, fetched_epoch = part.fetch_offset, part.last_fetched_epoch
-        if offset < 0 or offset > leo:
-            self._fetch_event(req, part, "offset_out_of_range", leo)
-            self._fetch_response(message, Errors.OFFSET_OUT_OF_RANGE, self.high_watermark)
-            return
-        if not (offset == 0 and fetched_epoch == 0):
+        if offset != 0:
+            # Kafka answers every fetch the log cannot continue, an offset past the log end
+            # included, with the largest epoch at or below the fetched one and its end offset:
+            # the follower truncates to it and goes on (an error answer left it stuck).
             e, end = self.log.end_offset_for_epoch(fetched_epoch)
             if e != fetched_epoch or offset > end:
                 self._fetch_event(req, part, "diverging", leo)
                 self._fetch_response(message, Errors.NONE, self.high_watermark, EpochEndOffset(e, end))
                 return
+        if is_voter:   # only a valid fetch endorses the leader and counts for check quorum
+            st.note_voter_fetch(replica, now, self.config.check_quorum_timeout_ms)
         if replica >= 0 and replica != self.node_id:
             progress = st.progress_of(replica)
             progress.on_valid_fetch(offset, leo, now)
@@ -808,7 +880,12 @@ class RaftNode:
 
     def _fetch_retry_later(self, st: EpochState) -> None:
         if isinstance(st, FollowerState):
-            st.next_fetch_ms = self._now + self.config.retry_backoff_ms
+            # retry.backoff.ms doubling with every error answer in a row, up to
+            # election.backoff.max.ms: a leader refusing every fetch is not asked 50 times a second
+            st.fetch_errors += 1
+            backoff = self.config.retry_backoff_ms << min(st.fetch_errors - 1, 16)
+            st.next_fetch_ms = self._now + min(backoff, max(self.config.election_backoff_max_ms,
+                                                            self.config.retry_backoff_ms))
         elif isinstance(st, UnattachedState):
             st.next_discovery_ms = self._now + self.config.election_timeout_ms // 4
 
@@ -817,6 +894,7 @@ class RaftNode:
         st.fetch_deadline = now + self.config.fetch_timeout_ms
         self._last_fetch_ok = (st.epoch, st.leader_id, now)
         st.leader_resigned = False
+        st.fetch_errors = 0
         log = self.log
         if part.diverging_epoch is not None:
             d = part.diverging_epoch
@@ -863,14 +941,13 @@ class RaftNode:
                 self._send_discovery_fetch(st)
             return
         if st.election_deadline is not None and now >= st.election_deadline:
-            if st.skip_pre_vote:
-                self._become_candidate("successor of a resigned leader")
-            else:
-                self._start_pre_vote("election timeout")
+            self._start_pre_vote("election timeout")
 
     def _tick_prospective(self) -> None:
+        # Kafka: a pre-vote round that times out goes back to the leader it knew (and fetches)
+        # or to unattached; campaigning again forever starved a voter that could still fetch.
         if self._now >= self.state.election_deadline:
-            self._start_pre_vote("pre-vote timed out")
+            self._prospective_done(self.state, "pre-vote timed out")
 
     def _tick_candidate(self) -> None:
         st = self.state
@@ -886,9 +963,12 @@ class RaftNode:
         now = self._now
         if now >= st.fetch_deadline:
             if not self.is_voter:
-                self._become_unattached(st.epoch, "fetch timeout")
-                self._send_discovery_fetch(self.state)
-            elif st.leader_resigned:
+                # Kafka: an observer keeps the leader it knows and asks any voter instead;
+                # an answer naming a newer leader moves it on.
+                if st.inflight_fetch is None and now >= st.next_fetch_ms:
+                    self._send_fetch(st, self.voters[self.rng.randrange(len(self.voters))])
+                return
+            if st.leader_resigned:
                 self._become_candidate("successor of a resigned leader")
             else:
                 self._start_pre_vote("fetch timeout")
@@ -913,8 +993,13 @@ class RaftNode:
         st.expire_observers(now, self.config.observer_expiry_ms)
 
     def _tick_resigned(self) -> None:
-        if self._now >= self.state.election_deadline:
-            self._start_pre_vote("resigned, election timeout")
+        st = self.state
+        if self._now >= st.election_deadline:
+            # Kafka 4.x: leave for the next epoch, so that no answer of ours can name this node
+            # as the leader any more; the election timer of that state starts a campaign.
+            self._become_unattached(st.epoch + 1, "resigned, election timeout")
+            return
+        self._send_end_quorum_epochs(st)
 
     _TICKS = {"unattached": _tick_unattached, "prospective": _tick_prospective, "candidate": _tick_candidate,
               "follower": _tick_follower, "leader": _tick_leader, "resigned": _tick_resigned}

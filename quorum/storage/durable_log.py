@@ -10,6 +10,7 @@ Consecutive records of one epoch and kind become one batch.
 from __future__ import annotations
 
 import struct
+from collections import OrderedDict
 from pathlib import Path
 from typing import Sequence
 
@@ -50,9 +51,36 @@ def encode_records(records: Sequence[LogRecord]) -> list[tuple[int, int, bool, l
     return out
 
 
+class _BatchCache:
+    """Recently built or received batches by their full content: a leader builds the same
+    batch for its log and for each follower's fetch answer, and a follower appends exactly the
+    batches it just received. Keyed by content, so a hit is always the same bytes."""
+
+    SIZE = 256
+
+    def __init__(self) -> None:
+        self._batches: OrderedDict[tuple, bytes] = OrderedDict()
+
+    def build(self, base: int, epoch: int, control: bool, recs: list[tuple]) -> bytes:
+        key = (base, epoch, control, tuple(recs))
+        data = self._batches.get(key)
+        if data is None:
+            data = record_batches.build_batch(base, epoch, recs, control)
+            self.remember(key, data)
+        return data
+
+    def remember(self, key: tuple, data: bytes) -> None:
+        self._batches[key] = data
+        if len(self._batches) > self.SIZE:
+            self._batches.popitem(last=False)
+
+
+_cache = _BatchCache()
+
+
 def records_to_batches(records: Sequence[LogRecord]) -> bytes:
     """The wire form of records (Fetch response `Records`)."""
-    return b"".join(record_batches.build_batch(base, epoch, recs, control)
+    return b"".join(_cache.build(base, epoch, control, recs)
                     for base, epoch, control, recs in encode_records(records))
 
 
@@ -60,15 +88,26 @@ def batches_to_records(data: bytes) -> list[LogRecord]:
     """Records of a Fetch response's `Records`, every batch CRC checked (CorruptBatch otherwise)."""
     out = []
     for pos, info in record_batches.scan(data):
-        out.extend(to_core(r) for r in record_batches.records_of(memoryview(data)[pos:pos + info.size]))
+        recs = [to_core(r) for r in record_batches.records_of(memoryview(data)[pos:pos + info.size])]
+        groups = encode_records(recs)
+        if len(groups) == 1:   # the follower is about to append exactly this batch
+            base, epoch, control, values = groups[0]
+            _cache.remember((base, epoch, control, tuple(values)), bytes(data[pos:pos + info.size]))
+        out.extend(recs)
     return out
 
 
 class DurableLog(ReplicatedLog):
-    """`ReplicatedLog` on a `SegmentLog`."""
+    """`ReplicatedLog` on a `SegmentLog`, with the most recent records also kept in memory:
+    the leader reads every new record back right away (fetch answers, committed records) and
+    a follower its committed ones, so the tail is served without reading and decoding."""
+
+    TAIL_RECORDS = 16_384
 
     def __init__(self, segments: SegmentLog):
         self.segments = segments
+        self._tail: list[LogRecord] = []
+        self._tail_base = segments.end_offset     # offset of _tail[0]
 
     @classmethod
     def open(cls, directory: str | Path, segment_bytes: int = DEFAULT_SEGMENT_BYTES,
@@ -89,17 +128,29 @@ class DurableLog(ReplicatedLog):
         for base, epoch, control, recs in encode_records(records):
             if base != self.segments.end_offset:
                 raise ValueError(f"append at offset {base}, log end is {self.segments.end_offset}")
-            self.segments.append(epoch, recs, control)
+            self.segments.append_built(_cache.build(base, epoch, control, recs))
+        self._tail.extend(records)
+        extra = len(self._tail) - self.TAIL_RECORDS
+        if extra > self.TAIL_RECORDS // 4:      # trim in steps, not on every append
+            del self._tail[:extra]
+            self._tail_base += extra
 
     def flush(self) -> None:
         self.segments.flush()
 
     def truncate_to(self, offset: int) -> None:
         self.segments.truncate_to(offset)
+        if offset < self._tail_base:
+            self._tail, self._tail_base = [], self.segments.end_offset
+        else:
+            del self._tail[offset - self._tail_base:]
 
     def read(self, start_offset: int, max_records: int) -> Sequence[LogRecord]:
         if start_offset >= self.segments.end_offset or max_records <= 0:
             return []
+        if start_offset >= self._tail_base:
+            i = start_offset - self._tail_base
+            return self._tail[i:i + max_records]
         return [to_core(r) for r in self.segments.read(start_offset, start_offset + max_records)]
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:

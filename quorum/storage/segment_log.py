@@ -211,6 +211,14 @@ class SegmentLog:
         data = build_batch(self._end_offset, epoch, records, control)
         return self._write([(data, None)])[0]
 
+    def append_built(self, data: bytes) -> BatchInfo:
+        """Append one batch already built for the log end (its header is checked)."""
+        info = batch_info(data)
+        if info.base_offset != self._end_offset or info.epoch < self.last_epoch or info.size != len(data):
+            raise ValueError(f"batch at offset {info.base_offset} epoch {info.epoch} does not continue the log "
+                             f"(end {self._end_offset}, last epoch {self.last_epoch})")
+        return self._write([(data, info)])[0]
+
     def append_batches(self, data: bytes) -> list[BatchInfo]:
         """Append batches received from the leader (CRC checked, contiguous from the log end)."""
         infos = with_epoch_checked(data, self._end_offset)

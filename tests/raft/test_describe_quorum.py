@@ -56,3 +56,12 @@ def test_non_leader_answers_not_leader_or_follower_with_the_leader_it_knows():
     ctx.deliver(99, describe_request())
     part = only_partition(ctx.out.messages[0].body)
     assert part.error_code == m.Errors.NOT_LEADER_OR_FOLLOWER and (part.leader_id, part.leader_epoch) == (2, 3)
+
+
+def test_new_leader_reports_high_watermark_minus_one_until_it_commits_in_its_epoch():
+    # Mirrors KafkaRaftClientTest.testDescribeQuorumWithOnlyStaticVoters / LeaderStateTest:
+    # a leader's high watermark is unknown until a record of its own epoch is committed.
+    ctx = _leader()
+    assert ctx.node.describe_quorum(ctx.now).high_watermark == -1
+    ctx.fetch_from(1, ctx.log.end_offset(), ctx.node.epoch)
+    assert ctx.node.describe_quorum(ctx.now).high_watermark == ctx.log.end_offset()

@@ -71,10 +71,17 @@ def test_fetch_epoch_below_every_leader_epoch_truncates_to_zero():
     assert _answer(ctx).diverging_epoch == m.EpochEndOffset(0, 0)
 
 
-def test_negative_fetch_offset_is_out_of_range():
+def test_malformed_fetches_are_invalid_requests():
+    # Mirrors KafkaRaftClientTest.testInvalidFetchRequest: negative offset, negative last
+    # fetched epoch, a last fetched epoch above the request's epoch, a negative max wait.
     ctx = _leader()
-    ctx.fetch_from(1, -5, 0)
-    assert _answer(ctx).error_code == m.Errors.OFFSET_OUT_OF_RANGE
+    epoch = ctx.node.epoch
+    for offset, last_epoch, req_epoch, wait in ((-5, 0, epoch, 0), (0, -1, epoch, 0), (0, epoch + 1, epoch, 0),
+                                                (0, 0, epoch, -1)):
+        ctx.fetch_from(1, offset, last_epoch, epoch=req_epoch, max_wait_ms=wait)
+        assert _answer(ctx).error_code == m.Errors.INVALID_REQUEST
+        assert ctx.out.events[-1].outcome == "offset_out_of_range"
+    assert ctx.node.state.voter_progress[1].last_fetch_timestamp == -1
 
 
 def test_caught_up_fetch_is_held_until_new_data_then_answered():
@@ -141,3 +148,36 @@ def test_held_fetches_are_answered_not_leader_when_leadership_ends():
     ctx.out = ctx.node.resign(ctx.now)
     (resp,) = ctx.sent(m.FetchResponse)
     assert resp.destination == 1 and only_partition(resp.body).error_code == m.Errors.NOT_LEADER_OR_FOLLOWER
+
+
+def test_fetch_offset_past_the_leaders_log_end_diverges_instead_of_out_of_range():
+    # Mirrors KafkaRaftClientTest.testLeaderImmediatelySendsDivergingEpoch / the facts file: a
+    # deposed leader's uncommitted tail is answered DivergingEpoch, so the follower truncates.
+    ctx = _leader()
+    leo, epoch = ctx.log.end_offset(), ctx.node.epoch
+    ctx.fetch_from(1, leo + 400, epoch)
+    part = _answer(ctx)
+    assert part.error_code == m.Errors.NONE and part.diverging_epoch == m.EpochEndOffset(epoch, leo)
+    assert ctx.out.events[-1].outcome == "diverging"
+
+
+def test_fetch_whose_last_epoch_is_ahead_of_the_leaders_log_diverges():
+    # Mirrors KafkaRaftClientTest.testLeaderImmediatelySendsDivergingEpoch (last fetched epoch
+    # newer than any the leader wrote, within the request epoch): largest epoch at or below it.
+    ctx = _leader(log_epochs=(1, 1, 2), config=RaftConfig(max_idle_interval_ms=0))
+    epoch = ctx.node.epoch                      # 5: its LeaderChange record is at offset 3
+    ctx.fetch_from(1, 3, epoch - 1)             # a tail of epoch 4 the leader never had
+    assert _answer(ctx).diverging_epoch == m.EpochEndOffset(2, 3)
+
+
+def test_only_valid_fetches_count_for_check_quorum_and_endorsement():
+    # Mirrors KafkaRaftClientTest.testCheckQuorum / LeaderState.updateReplicaState: only a
+    # fetch consistent with the leader's log moves the check-quorum timer and endorses.
+    ctx = _leader()
+    st = ctx.node.state
+    deadline = st.check_quorum_deadline
+    ctx.now += 100
+    ctx.fetch_from(1, ctx.log.end_offset() + 5, ctx.node.epoch)    # diverging
+    assert st.check_quorum_deadline == deadline and 1 not in st.endorsed
+    ctx.fetch_from(1, 0, 0)                                        # valid
+    assert st.check_quorum_deadline == ctx.now + 3000 and 1 in st.endorsed

@@ -2,6 +2,7 @@
 import pytest
 
 from quorum.raft import messages as m
+from quorum.raft.config import RaftConfig
 from quorum.raft.node import SafetyError
 from quorum.raft.quorum_state_store import ElectionState
 
@@ -92,3 +93,34 @@ def test_fetch_response_naming_newer_leader_switches_leader():
     ctx.answer(ctx.sent(m.FetchRequest)[0], fetch_response(1, 6, 0, error=m.Errors.FENCED_LEADER_EPOCH))
     assert ctx.node.leader_id == 1 and ctx.node.epoch == 6 and ctx.store.read().leader_id == 1
     assert ctx.sent(m.FetchRequest)[0].destination == 1
+
+
+def test_follower_retry_backoff_doubles_with_each_error_answer_up_to_the_backoff_max():
+    # Near KafkaRaftClientTest.testObserverHandleRetryFetchToLeader (a failed fetch backs off); the core doubles retry.backoff.ms
+    # per error answer in a row (20, 40, 80, ... capped at election.backoff.max.ms = 1000).
+    ctx = _follower(config=RaftConfig(fetch_timeout_ms=10_000))
+    waits = []
+    for _ in range(8):
+        ctx.answer(ctx.sent(m.FetchRequest)[0], fetch_response(2, 4, 0, error=m.Errors.UNKNOWN_LEADER_EPOCH))
+        waits.append(ctx.node.next_deadline() - ctx.now)
+        ctx.tick(waits[-1])
+    assert waits == [20, 40, 80, 160, 320, 640, 1000, 1000]
+    ctx.answer(ctx.sent(m.FetchRequest)[0], fetch_response(2, 4, 0))       # success resets it
+    ctx.answer(ctx.sent(m.FetchRequest)[0], fetch_response(2, 4, 0, error=m.Errors.UNKNOWN_LEADER_EPOCH))
+    assert ctx.node.next_deadline() - ctx.now == 20
+
+
+def test_observer_past_its_fetch_timeout_keeps_its_leader_and_asks_any_voter():
+    # Mirrors KafkaRaftClientTest.testObserverSendDiscoveryFetchAfterFetchTimeout: an observer
+    # does not drop to unattached (leader -1); it fetches from any voter until one answers.
+    ctx = _follower(node_id=5)
+    ctx.answer(ctx.sent(m.FetchRequest)[0], fetch_response(2, 4, 0))
+    ctx.tick_until(lambda out: any(r.destination != 2 or ctx.now >= 2000 for r in ctx.sent(m.FetchRequest, out)))
+    assert ctx.node.state_name == "observer" and ctx.node.leader_id == 2 and ctx.node.epoch == 4
+    req = ctx.sent(m.FetchRequest)[0]
+    if req.destination != 2:                 # a follower's answer names the leader: nothing changes
+        ctx.answer(req, fetch_response(2, 4, 0, error=m.Errors.NOT_LEADER_OR_FOLLOWER))
+        assert ctx.node.leader_id == 2
+    else:                                    # the leader's answer resets the fetch timeout
+        ctx.answer(req, fetch_response(2, 4, 0))
+        assert ctx.node.state.fetch_deadline == ctx.now + 2000

@@ -12,17 +12,31 @@ def _follower_that_fetched(epoch=4, leader=2):
     return ctx
 
 
-def test_pre_vote_changes_no_state_even_with_a_larger_epoch():
+def test_pre_vote_records_no_vote():
     ctx = Ctx(stored=ElectionState(3, voters=(0, 1, 2)))
-    ctx.deliver(1, vote_request(1, 8, 0, 0, pre_vote=True))
+    ctx.deliver(1, vote_request(1, 3, 0, 0, pre_vote=True))
     assert only_partition(ctx.out.messages[0].body).vote_granted
     assert ctx.node.epoch == 3 and ctx.out.quorum_state is None and ctx.store.read().voted_id == -1
+
+
+def test_pre_vote_with_a_larger_epoch_moves_the_receiver_to_unattached_in_that_epoch():
+    # Mirrors KafkaRaftClientPreVoteTest.testHandlePreVoteRequestAsFollowerWithElectedLeader (a
+    # pre-vote at a higher epoch): the receiver, even the leader, adopts the epoch before answering.
+    ctx = Ctx()
+    ctx.become_leader()
+    epoch = ctx.node.epoch
+    ctx.deliver(1, vote_request(1, epoch + 3, 0, 0, pre_vote=True))
+    part = only_partition(ctx.out.messages[-1].body)
+    assert ctx.node.state_name == "unattached" and ctx.node.epoch == epoch + 3
+    assert ctx.store.read() == ElectionState(epoch + 3, -1, -1, (0, 1, 2))   # no vote recorded
+    assert part.leader_epoch == epoch + 3 and part.error_code == m.Errors.NONE
+    assert not part.vote_granted   # the leader's log is longer than the candidate's
 
 
 def test_follower_that_fetched_recently_rejects_pre_vote():
     ctx = _follower_that_fetched()
     ctx.now += 100
-    ctx.deliver(1, vote_request(1, 4, 9, 99, pre_vote=True))
+    ctx.deliver(1, vote_request(1, 4, 4, 99, pre_vote=True))
     assert not only_partition(ctx.out.messages[0].body).vote_granted
 
 
@@ -36,7 +50,7 @@ def test_follower_without_a_good_fetch_for_the_fetch_timeout_grants_pre_vote():
 def test_leader_rejects_pre_vote():
     ctx = Ctx()
     ctx.become_leader()
-    ctx.deliver(1, vote_request(1, ctx.node.epoch, 99, 99, pre_vote=True))
+    ctx.deliver(1, vote_request(1, ctx.node.epoch, ctx.node.epoch, 99, pre_vote=True))
     assert not only_partition(ctx.out.messages[0].body).vote_granted
 
 

@@ -1,5 +1,6 @@
 """The facts file's simulation scenarios, each as a named test, plus the zombie-leader and
 pre-vote scenarios the seeds describe. Every step runs the invariant checks."""
+from quorum.raft.config import RaftConfig
 from quorum.sim import Faults, Simulation
 
 
@@ -176,3 +177,80 @@ def test_one_way_partition_leader_cannot_send():
     sim.heal(pairs)
     _commit(sim)
     sim.check_final_agreement()
+
+
+# --- liveness scenarios: each would have caught one of the stalls the core had, and each
+# --- states its bound (simulated time after the fault ends).
+
+def test_voter_reaching_its_leader_but_not_a_majority_goes_back_to_fetching():
+    # 5 voters; V is cut off long enough to start pre-vote rounds, then reaches the leader
+    # and one follower only. Its pre-votes can win nothing and be refused by no majority; a
+    # round that times out returns it to its leader. Bound: caught up within 5 s (one pre-vote
+    # round, at most 2 x election timeout, plus fetches); it stayed prospective for 120+ s.
+    sim = _sim(voters=5, seed=4)
+    leader = _elect(sim)
+    _commit(sim)
+    v = (leader + 1) % 5
+    friend = (leader + 2) % 5
+    others = [i for i in range(5) if i not in (leader, v, friend)]
+    pairs = sim.isolate(v)
+    sim.run_until(lambda: sim.nodes[v].raft.state_name == "prospective", 10_000, "V starts a pre-vote")
+    sim.heal(pairs)
+    sim.block([(v, o) for o in others] + [(o, v) for o in others])
+    for _ in range(20):
+        sim.client_append(1)
+        sim.run_for(50)
+    took = sim.await_caught_up(5000, [v], "the half-connected voter catches up")
+    assert took < 5000 and sim.nodes[v].raft.state_name == "follower"
+
+
+def test_deposed_leader_with_a_long_uncommitted_tail_rejoins_an_idle_quorum():
+    # The old leader is cut off, appends 400 records nobody else has, and the majority elects
+    # a new leader whose log stays far shorter (idle: only NoOps). On healing its fetches are
+    # past the new leader's log end: DivergingEpoch makes it truncate (it used to get 9,000+
+    # OFFSET_OUT_OF_RANGE answers). Bound: caught up within 5 s of healing.
+    sim = _sim(voters=3, seed=2)
+    old = _elect(sim)
+    _commit(sim)
+    pairs = sim.isolate(old)
+    for _ in range(4):
+        sim.client_append(100)
+    sim.run_until(lambda: sim.leader() not in (None, old), 10_000, "a leader in the majority")
+    new = sim.leader()
+    assert sim.nodes[old].log.end_offset() > sim.nodes[new].log.end_offset() + 300
+    sim.heal(pairs)
+    took = sim.await_caught_up(5000, None, "the deposed leader truncates and catches up")
+    assert sim.nodes[old].log.end_offset() <= sim.nodes[new].log.end_offset() + 1
+    sim.check_final_agreement()
+    assert took < 5000
+
+
+def test_leader_that_restarts_hands_over_with_end_quorum_epoch():
+    # A restarted leader comes back resigned in its epoch and sends EndQuorumEpoch, so the
+    # others elect at once rather than waiting out their fetch timeout (2 s) and a pre-vote.
+    # Bound: a new leader within 1 s (the successor backoff max) of the restart.
+    sim = _sim(voters=3, seed=5)
+    leader = _elect(sim)
+    _commit(sim)
+    sim.crash(leader)
+    sim.restart(leader)
+    took = sim.run_until(lambda: sim.leader() not in (None, leader), 1000, "a leader after the restart")
+    assert took < sim.config.fetch_timeout_ms
+    sim.await_caught_up(3000)
+
+
+def test_lost_end_quorum_epoch_is_sent_again():
+    # Every EndQuorumEpoch of a resignation is lost; the resigned leader (still running) sends
+    # them again once the requests time out. Bound: with a 300 ms request timeout, a new leader
+    # within 1 s of the resignation, before any follower's fetch timeout (2 s) could help.
+    sim = Simulation(6, 3, 0, Faults.none(), config=RaftConfig(request_timeout_ms=300))
+    leader = _elect(sim)
+    _commit(sim)
+    sim.run_for(100)
+    pairs = sim.block([(leader, o) for o in sim.nodes if o != leader])
+    sim.resign(leader)
+    sim.run_for(50)
+    sim.heal(pairs)
+    took = sim.run_until(lambda: sim.leader() not in (None, leader), 1000, "a successor")
+    assert took < 1000
+    sim.await_caught_up(3000)

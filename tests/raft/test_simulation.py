@@ -89,3 +89,13 @@ def test_every_event_of_a_faulty_run_satisfies_the_event_contract():
     sim = Simulation(11, 3, 2, validate_events=True)   # contract.validate on every event emitted
     sim.run(1500)
     assert sim.stats["elections"] >= 1
+
+
+@pytest.mark.parametrize("seed, voters, observers, events", [
+    (7300352, 3, 2, 3000),    # a voter stranded in a newer epoch: pre-votes must carry the epoch
+    (20001700, 1, 0, 2500),   # a node paused when its tick fired, resumed at that same ms: the
+    (20005680, 1, 0, 2500),   # simulator lost its timer (a simulator bug, not the core's)
+    (20004984, 5, 0, 2500),
+])
+def test_seeds_that_once_failed_replay_clean(seed, voters, observers, events):
+    assert run_seed(seed, voters, observers, events).events >= events

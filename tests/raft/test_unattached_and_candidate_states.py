@@ -64,3 +64,57 @@ def test_voter_that_lost_its_disk_only_follows():
     ctx = Ctx(may_vote=False)
     ctx.tick(10_000)
     assert ctx.node.state_name == "observer" and not ctx.sent(m.VoteRequest)
+
+
+def _prospective(stored):
+    ctx = Ctx(voters=(0, 1, 2, 3, 4), stored=stored)
+    ctx.tick_until(lambda out: bool(ctx.sent(m.VoteRequest, out)))
+    assert ctx.node.state_name == "prospective"
+    return ctx
+
+
+def test_prospective_whose_election_times_out_goes_back_to_its_known_leader_and_fetches():
+    # Mirrors Kafka 4.x KafkaRaftClientPreVoteTest's prospective election-timeout cases
+    # (pollProspective -> prospectiveTransitionAfterElectionLoss): no endless pre-vote rounds.
+    ctx = _prospective(ElectionState(4, leader_id=2, voters=(0, 1, 2, 3, 4)))
+    ctx.tick_until(lambda out: ctx.node.state_name != "prospective")
+    assert ctx.node.state_name == "follower" and ctx.node.leader_id == 2 and ctx.node.epoch == 4
+    assert [r.destination for r in ctx.sent(m.FetchRequest)] == [2]
+
+
+def test_prospective_without_a_known_leader_times_out_to_unattached():
+    ctx = _prospective(ElectionState(4, voters=(0, 1, 2, 3, 4)))
+    ctx.tick_until(lambda out: ctx.node.state_name != "prospective")
+    assert ctx.node.state_name == "unattached" and ctx.node.epoch == 4
+
+
+def test_candidate_whose_election_times_out_goes_to_prospective_at_once():
+    # Kafka 4.x pollCandidate: "Election was not granted, transitioning to prospective" (no
+    # backoff after a timeout; the pre-vote round is the pause). Backoff follows rejections only.
+    ctx = Ctx(voters=(0, 1, 2))
+    ctx.tick_until(lambda out: bool(ctx.sent(m.VoteRequest, out)))
+    from .context import vote_response
+    ctx.answer(ctx.sent(m.VoteRequest)[0], vote_response(True, -1, 0))
+    st = ctx.node.state
+    assert ctx.node.state_name == "candidate"
+    ctx.tick(st.election_deadline - ctx.now)
+    assert ctx.node.state_name == "prospective" and ctx.node.state.retries == 1
+
+
+def test_candidate_backoff_after_rejection_grows_with_the_elections_lost():
+    # Mirrors KafkaRaftClientTest.testRetryElection: binary exponential backoff,
+    # a random multiple of retry.backoff.ms below 2^retries of them, counted across pre-votes.
+    ctx = Ctx(voters=(0, 1, 2), seed=3)
+    from .context import vote_response
+    limits = []
+    for _ in range(4):
+        ctx.tick_until(lambda out: bool(ctx.sent(m.VoteRequest, out)) and ctx.node.state_name == "prospective")
+        ctx.answer(ctx.sent(m.VoteRequest)[0], vote_response(True, -1, ctx.node.epoch))
+        st = ctx.node.state
+        for r in ctx.sent(m.VoteRequest):
+            ctx.answer(r, vote_response(False, -1, st.epoch))
+        assert st.backoff_until is not None
+        limits.append((st.retries, st.backoff_until - ctx.now))
+    for retries, waited in limits:
+        assert waited % 20 == 0 and waited < 20 * (2 << (retries - 1))
+    assert [r for r, _ in limits] == [1, 2, 3, 4]

@@ -8,9 +8,10 @@ from .context import Ctx, only_partition, vote_request, vote_response
 
 def test_rule1_reject_vote_when_a_larger_epoch_is_known():
     ctx = Ctx(stored=ElectionState(5))
-    ctx.deliver(1, vote_request(1, 4, 4, 10))
+    ctx.deliver(1, vote_request(1, 4, 3, 10))
     part = only_partition(ctx.sent(m.VoteResponse)[0].body)
-    assert not part.vote_granted and part.leader_epoch == 5
+    # Kafka answers a stale vote FENCED_LEADER_EPOCH (KafkaRaftClientTest.testHandleInvalidVoteRequestWithOlderEpoch)
+    assert not part.vote_granted and part.leader_epoch == 5 and part.error_code == m.Errors.FENCED_LEADER_EPOCH
     assert ctx.store.read().epoch == 5
 
 
@@ -73,13 +74,13 @@ def test_step_down_on_larger_epoch_leader_grants_and_becomes_voted():
 def test_leader_rejects_vote_in_its_own_epoch():
     ctx = Ctx()
     ctx.become_leader()
-    ctx.deliver(1, vote_request(1, ctx.node.epoch, 99, 99))
+    ctx.deliver(1, vote_request(1, ctx.node.epoch, ctx.node.epoch - 1, 99))
     assert not only_partition(ctx.out.messages[0].body).vote_granted and ctx.node.is_leader
 
 
 def test_follower_rejects_vote_in_the_epoch_of_its_leader():
     ctx = Ctx(stored=ElectionState(4, leader_id=2, voters=(0, 1, 2)))
-    ctx.deliver(1, vote_request(1, 4, 9, 99))
+    ctx.deliver(1, vote_request(1, 4, 3, 99))
     assert not only_partition(ctx.out.messages[0].body).vote_granted
 
 
@@ -115,7 +116,7 @@ def test_vote_response_ignored_when_no_longer_candidate():
     ctx = Ctx(config=RaftConfig(pre_vote=False))
     ctx.tick_until(lambda out: bool(ctx.sent(m.VoteRequest, out)))
     reqs = ctx.sent(m.VoteRequest)
-    ctx.deliver(2, vote_request(2, 5, 9, 9))            # moves to epoch 5, votes for 2
+    ctx.deliver(2, vote_request(2, 5, 4, 9))            # moves to epoch 5, votes for 2
     ctx.answer(reqs[0], vote_response(True, -1, 1))
     assert ctx.node.state_name == "voted" and ctx.node.epoch == 5
 
@@ -163,3 +164,23 @@ def test_vote_for_unknown_partition_is_answered_unknown_topic_or_partition():
         0, 1, 1, 0, 0),)),))
     ctx.deliver(1, body)
     assert ctx.out.messages[0].body.error_code == m.Errors.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_malformed_vote_requests_are_invalid_request_and_change_nothing():
+    # Mirrors KafkaRaftClientTest.testInvalidVoteRequest: negative offset or epoch, a last epoch
+    # at or above the candidate epoch (a pre-vote: above it), a negative candidate id.
+    for body in (vote_request(1, 5, -1, 0), vote_request(1, 5, 0, -1), vote_request(1, 5, 5, 0),
+                 vote_request(1, 5, 6, 0, pre_vote=True), vote_request(-1, 5, 0, 0)):
+        ctx = Ctx(stored=ElectionState(3))
+        ctx.deliver(1, body)
+        part = only_partition(ctx.out.messages[0].body)
+        assert part.error_code == m.Errors.INVALID_REQUEST and not part.vote_granted
+        assert ctx.node.epoch == 3 and ctx.out.quorum_state is None
+
+
+def test_stale_pre_vote_is_fenced_leader_epoch():
+    # Mirrors KafkaRaftClientPreVoteTest.testHandleInvalidPreVoteRequestWithOlderEpoch.
+    ctx = Ctx(stored=ElectionState(5))
+    ctx.deliver(1, vote_request(1, 4, 3, 10, pre_vote=True))
+    part = only_partition(ctx.out.messages[0].body)
+    assert part.error_code == m.Errors.FENCED_LEADER_EPOCH and not part.vote_granted and part.leader_epoch == 5
