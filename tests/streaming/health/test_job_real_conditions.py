@@ -31,7 +31,8 @@ class LiveQuorums(threading.Thread):
     def __init__(self, bootstrap: str, topic: str):
         super().__init__(daemon=True)
         self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "partitioner": "murmur2_random"})
-        self.topic, self.stop, self.t0 = topic, threading.Event(), int(time.time() * 1000)
+        # a whole second: the script appends its NoOps on multiples of 500 ms
+        self.topic, self.stop, self.t0 = topic, threading.Event(), int(time.time()) * 1000 + 1000
         self.skewed = QuorumScript(cluster="skewed", t0=self.t0)
         self.skewed.skew[3] = 3000
         self.late = QuorumScript(cluster="late", t0=self.t0)
