@@ -50,7 +50,7 @@ def test_a_healthy_quorum_polled_every_second_gives_nothing_then_a_leaderless_on
         leader = c.wait_leader()
         survivor = next(i for i in c.voter_ids if i != leader)
         collector = subprocess.Popen(
-            [sys.executable, "-m", "quorum", "collect", "--bootstrap-server", c.bootstrap(survivor),
+            [sys.executable, "-m", "quorum.cli", "collect", "--bootstrap-server", c.bootstrap(survivor),
              "--interval-ms", "1000", "--events-bootstrap-server", broker.bootstrap, "--events-topic", topic,
              "--count", str(polls)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         time.sleep(SOAK_S)  # the healthy phase: a duration, not a condition
