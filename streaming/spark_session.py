@@ -5,27 +5,48 @@ import os
 import sys
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+LOOPBACK = "127.0.0.1"
+# the driver's addresses: pinned to loopback in local mode only
+ADDRESS_KEYS = ("spark.driver.bindAddress", "spark.driver.host")
 
 
-def prepare_environment() -> None:
-    """PySpark's Python workers connect back to the JVM on the local address; pin both to
-    loopback and to this interpreter so workers start the same environment as the driver."""
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+def is_local_master(master: str) -> bool:
+    """`local`, `local[N]`, `local[*]`, `local[N,F]`, `local-cluster[...]`: everything in this process
+    (or on this machine)."""
+    return master == "local" or master.startswith(("local[", "local-cluster["))
+
+
+def address_conf(master: str, conf: dict[str, str] | None = None) -> dict[str, str]:
+    """The address settings to add. In local mode the driver and its executors talk over loopback
+    (a machine whose hostname resolves to an unreachable address still works); on a cluster
+    nothing is added, since executors on other hosts must reach the driver at a routable address.
+    A setting given in `conf` (the job config's `spark.conf`) always wins."""
+    if not is_local_master(master):
+        return {}
+    given = conf or {}
+    return {key: LOOPBACK for key in ADDRESS_KEYS if key not in given}
+
+
+def prepare_environment(master: str | None = None) -> None:
+    """PySpark's Python workers start this interpreter, so they import what the driver imports. In
+    local mode the JVM this process starts also binds to loopback (SPARK_LOCAL_IP); on a cluster, or
+    with the master not known yet, the environment's own address is kept."""
+    if master is not None and is_local_master(master):
+        os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 
 def build_spark(master: str = "local[*]", app_name: str = "quorum-health", shuffle_partitions: int = 2,
                 extra_conf: dict[str, str] | None = None):
-    prepare_environment()
+    prepare_environment(master)
     from pyspark.sql import SparkSession
     builder = (SparkSession.builder.master(master).appName(app_name)
                .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
                .config("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.ui.enabled", "false")
-               .config("spark.driver.bindAddress", "127.0.0.1")
                .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
-    for key, value in (extra_conf or {}).items():
+    for key, value in {**address_conf(master, extra_conf), **(extra_conf or {})}.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
