@@ -37,9 +37,32 @@ def prepare_environment(master: str | None = None) -> None:
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 
+def spark_requirement():
+    """pyproject's pyspark requirement (the version floor's one home), from the installed project's
+    metadata; None when the code runs from a zip without it."""
+    from importlib import metadata
+    from packaging.requirements import Requirement
+    try:
+        requirements = metadata.requires("quorum-health-monitor") or []
+    except metadata.PackageNotFoundError:
+        return None
+    return next((r for r in map(Requirement, requirements) if r.name == "pyspark"), None)
+
+
+def check_spark_version(version: str) -> None:
+    """Refuse a Spark the job cannot run on, saying which it needs, rather than failing later on a
+    missing API (the row-based transformWithState is new in 4.1.0)."""
+    requirement = spark_requirement()
+    if requirement is not None and not requirement.specifier.contains(version, prereleases=True):
+        raise RuntimeError(f"the quorum health job needs pyspark{requirement.specifier}, "
+                           f"but pyspark {version} is installed")
+
+
 def build_spark(master: str = "local[*]", app_name: str = "quorum-health", shuffle_partitions: int = 2,
                 extra_conf: dict[str, str] | None = None):
     prepare_environment(master)
+    import pyspark
+    check_spark_version(pyspark.__version__)
     from pyspark.sql import SparkSession
     builder = (SparkSession.builder.master(master).appName(app_name)
                .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
