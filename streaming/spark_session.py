@@ -58,8 +58,20 @@ def check_spark_version(version: str) -> None:
                            f"but pyspark {version} is installed")
 
 
+def submitted_master() -> str | None:
+    """spark-submit's --master when spark-submit launched this process: its JVM is already running
+    with it as a system property (a pure-Python SparkConf() does not see it)."""
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return None
+    from pyspark import SparkContext
+    SparkContext._ensure_initialized()
+    return SparkContext._jvm.java.lang.System.getProperty("spark.master")
+
+
 def build_spark(master: str = "local[*]", app_name: str = "quorum-health", shuffle_partitions: int = 2,
                 extra_conf: dict[str, str] | None = None):
+    """The session on `master`; under spark-submit, spark-submit's --master wins."""
+    master = submitted_master() or master
     prepare_environment(master)
     import pyspark
     check_spark_version(pyspark.__version__)
