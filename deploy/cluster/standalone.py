@@ -186,11 +186,15 @@ class StandaloneCluster:
         self._remember()
         executors = [c for c in children(worker.pid) if EXECUTOR_MAIN in command_line(c)]
         below = [p for p in map(identity, descendants(worker.pid)) if p and p[0] not in executors]
+        doomed = [p for p in map(identity, executors) if p]
         worker.kill()
-        kill_all(filter(None, map(identity, executors)))
+        kill_all(doomed)
         worker.wait(30)
         self.workers[index] = None
         kill_all(below)  # the executors' Python workers
+        deadline = time.monotonic() + 30  # a big JVM takes a moment to die
+        while any(alive(p) for p in doomed) and time.monotonic() < deadline:
+            time.sleep(0.05)
         return executors
 
     def stop(self) -> None:
