@@ -29,7 +29,10 @@ class SparkConfig:
     """`spark`: the session. Under spark-submit, spark-submit's --master wins."""
     master: str = "local[*]"
     app_name: str = "quorum-health"
-    shuffle_partitions: int = 2       # state store partitions: fixed once a checkpoint exists
+    # State store partitions, the most cores the health stage can use: Spark freezes the number
+    # into the checkpoint. 8 costs a small cluster about what 2 does per micro-batch; 16 adds about
+    # 1 s per batch on 2 cores and 32 about 2.5 s (benchmarks/state_partitions.py, docs/deployment.md).
+    shuffle_partitions: int = 8
     conf: dict = field(default_factory=dict)  # any other spark.* setting, verbatim
 
     def __post_init__(self) -> None:

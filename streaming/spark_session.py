@@ -5,27 +5,83 @@ import os
 import sys
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+LOOPBACK = "127.0.0.1"
+# the driver's addresses: pinned to loopback in local mode only
+ADDRESS_KEYS = ("spark.driver.bindAddress", "spark.driver.host")
 
 
-def prepare_environment() -> None:
-    """PySpark's Python workers connect back to the JVM on the local address; pin both to
-    loopback and to this interpreter so workers start the same environment as the driver."""
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+def is_local_master(master: str) -> bool:
+    """`local`, `local[N]`, `local[*]`, `local[N,F]`, `local-cluster[...]`: everything in this process
+    (or on this machine)."""
+    return master == "local" or master.startswith(("local[", "local-cluster["))
+
+
+def address_conf(master: str, conf: dict[str, str] | None = None) -> dict[str, str]:
+    """The address settings to add. In local mode the driver and its executors talk over loopback
+    (a machine whose hostname resolves to an unreachable address still works); on a cluster
+    nothing is added, since executors on other hosts must reach the driver at a routable address.
+    A setting given in `conf` (the job config's `spark.conf`) always wins."""
+    if not is_local_master(master):
+        return {}
+    given = conf or {}
+    return {key: LOOPBACK for key in ADDRESS_KEYS if key not in given}
+
+
+def prepare_environment(master: str | None = None) -> None:
+    """PySpark's Python workers start this interpreter, so they import what the driver imports. In
+    local mode the JVM this process starts also binds to loopback (SPARK_LOCAL_IP); on a cluster, or
+    with the master not known yet, the environment's own address is kept."""
+    if master is not None and is_local_master(master):
+        os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 
+def spark_requirement():
+    """pyproject's pyspark requirement (the version floor's one home), from the installed project's
+    metadata; None when the code runs from a zip without it."""
+    from importlib import metadata
+    from packaging.requirements import Requirement
+    try:
+        requirements = metadata.requires("quorum-health-monitor") or []
+    except metadata.PackageNotFoundError:
+        return None
+    return next((r for r in map(Requirement, requirements) if r.name == "pyspark"), None)
+
+
+def check_spark_version(version: str) -> None:
+    """Refuse a Spark the job cannot run on, saying which it needs, rather than failing later on a
+    missing API (the row-based transformWithState is new in 4.1.0)."""
+    requirement = spark_requirement()
+    if requirement is not None and not requirement.specifier.contains(version, prereleases=True):
+        raise RuntimeError(f"the quorum health job needs pyspark{requirement.specifier}, "
+                           f"but pyspark {version} is installed")
+
+
+def submitted_master() -> str | None:
+    """spark-submit's --master when spark-submit launched this process: its JVM is already running
+    with it as a system property (a pure-Python SparkConf() does not see it)."""
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return None
+    from pyspark import SparkContext
+    SparkContext._ensure_initialized()
+    return SparkContext._jvm.java.lang.System.getProperty("spark.master")
+
+
 def build_spark(master: str = "local[*]", app_name: str = "quorum-health", shuffle_partitions: int = 2,
                 extra_conf: dict[str, str] | None = None):
-    prepare_environment()
+    """The session on `master`; under spark-submit, spark-submit's --master wins."""
+    master = submitted_master() or master
+    prepare_environment(master)
+    import pyspark
+    check_spark_version(pyspark.__version__)
     from pyspark.sql import SparkSession
     builder = (SparkSession.builder.master(master).appName(app_name)
                .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
                .config("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.ui.enabled", "false")
-               .config("spark.driver.bindAddress", "127.0.0.1")
                .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
-    for key, value in (extra_conf or {}).items():
+    for key, value in {**address_conf(master, extra_conf), **(extra_conf or {})}.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()

@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
-# Submit the quorum health streaming job to a Spark cluster, reading the events topic with Spark's
-# native Kafka connector (job config `source.kind: native`), fetched by spark-submit --packages.
+# Submit the quorum health streaming job to a Spark cluster.
 #
-# Usage: deploy/cluster/spark-submit.sh --master MASTER --config JOB_YAML [--dry-run] [-- SPARK_ARGS...]
+# Usage: deploy/cluster/spark-submit.sh --master MASTER --config JOB_YAML [--kafka-connector]
+#                                       [--dry-run] [-- SPARK_ARGS...]
+#
+# The config is checked with the job's own loader before anything is submitted (when it is a file
+# here). The events topic is read with the job's Python source (`source.kind: python`), which
+# needs nothing beyond the Python packages; Spark's native Kafka connector is added with
+# --packages (fetched from Maven Central or the mirror in spark.jars.repositories) only when the
+# config says `source.kind: native`, or with --kafka-connector (for `source.kind: auto`, or a
+# Kubernetes --config that is a path inside the driver's pod).
 #
 #   YARN        deploy/cluster/spark-submit.sh --master yarn --config job.yaml
 #               (HADOOP_CONF_DIR or YARN_CONF_DIR set; cluster deploy mode; the config is shipped
@@ -11,7 +18,7 @@
 #                   --master k8s://https://API_SERVER:6443 --config /etc/quorum-health/job.yaml
 #               (cluster deploy mode; the image has the project in /opt/quorum-health (see
 #               deploy/cluster/Dockerfile) and --config is a path inside the driver's pod; the
-#               spark-operator manifest k8s/spark-application.yaml is the declarative alternative)
+#               spark-operator manifest k8s/streaming-job.yaml is the declarative alternative)
 #   Standalone  deploy/cluster/spark-submit.sh --master spark://MASTER_HOST:7077 --config job.yaml
 #               (client deploy mode: Spark's standalone master cannot run Python drivers in
 #               cluster mode, so the driver runs here and pushes to the Pushgateway from here)
@@ -35,12 +42,13 @@ repo="$(cd "$here/../.." && pwd)"
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
 die() { echo "spark-submit.sh: $*" >&2; exit 2; }
 
-master="" config="" dry_run=0 extra=()
+master="" config="" dry_run=0 want_connector=0 extra=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --master) [[ $# -ge 2 ]] || die "--master needs a value"; master="$2"; shift 2 ;;
     --config) [[ $# -ge 2 ]] || die "--config needs a value"; config="$2"; shift 2 ;;
     --dry-run) dry_run=1; shift ;;
+    --kafka-connector) want_connector=1; shift ;;
     -h|--help) usage; exit 0 ;;
     --) shift; extra=("$@"); break ;;
     *) die "unknown argument '$1' (see --help)" ;;
@@ -58,9 +66,29 @@ spark_version="${SPARK_VERSION:-$("$python" -c 'import pyspark; print(pyspark.__
 [[ -n "$spark_version" ]] || die "set SPARK_VERSION to the cluster's Spark version (pyspark is not importable here)"
 connector="org.apache.spark:spark-sql-kafka-0-10_${SCALA_BINARY:-2.13}:${spark_version}"
 
-cmd=("${SPARK_SUBMIT:-spark-submit}" --master "$master" --name quorum-health --packages "$connector"
+# the source kind, from the config as the job will read it (a bad config stops here, not in the cluster)
+source_kind=""
+if [[ -f "$config" ]]; then
+  source_kind="$(cd "$repo" && "$python" - "$config" <<'PY'
+import sys
+from streaming.config import ConfigError, load_config
+try:
+    print(load_config(sys.argv[1]).source.kind)
+except ConfigError as e:
+    sys.exit(f"spark-submit.sh: bad job configuration: {e}")
+PY
+  )" || exit 2
+fi
+use_connector=$want_connector
+if [[ "$source_kind" == native ]]; then use_connector=1; fi
+if [[ "$source_kind" == python && $want_connector -eq 1 ]]; then
+  die "--kafka-connector with source.kind: python in $config: the job would not use it"
+fi
+
+cmd=("${SPARK_SUBMIT:-spark-submit}" --master "$master" --name quorum-health
      # on SIGTERM (a rolling restart) finish the running micro-batch; the next run resumes from the checkpoint
      --conf spark.sql.streaming.stopGracefullyOnShutdown=true)
+if [[ $use_connector -eq 1 ]]; then cmd+=(--packages "$connector"); fi
 
 case "$master" in
   yarn)
@@ -79,9 +107,9 @@ case "$master" in
     cmd+=(--deploy-mode "$mode"
           --conf "spark.kubernetes.container.image=$IMAGE"
           --conf "spark.kubernetes.namespace=${NAMESPACE:-quorum-health}"
-          --conf spark.kubernetes.authenticate.driver.serviceAccountName=quorum-health-spark
-          # Ivy's cache must be writable inside the driver's container for --packages
-          --conf spark.jars.ivy=/tmp/.ivy2)
+          --conf spark.kubernetes.authenticate.driver.serviceAccountName=quorum-health-spark)
+    # Ivy's cache must be writable inside the driver's container for --packages
+    if [[ $use_connector -eq 1 ]]; then cmd+=(--conf spark.jars.ivy=/tmp/.ivy2); fi
     main="local:///opt/quorum-health/streaming/cli.py"
     job_config="$config"
     ;;

@@ -1,5 +1,6 @@
 """Cluster mode: the spark-submit script builds the right command for YARN, Kubernetes and
-standalone masters with the native Kafka connector; the Kubernetes manifests agree with each
+standalone masters, with Spark's native Kafka connector only when the job config asks for it, and
+checks the config with the job's own loader first; the Kubernetes manifests agree with each
 other, with the image, with the nodes' configuration loader and the CLI; the PrometheusRule is
 exactly the promtool-tested rules file."""
 from __future__ import annotations
@@ -34,6 +35,12 @@ def dry_run(master: str, config: str, *extra: str, **env: str) -> list[str]:
     return shlex.split(result.stdout)
 
 
+def job_file(tmp_path: Path, kind: str = "native") -> str:
+    path = tmp_path / f"job-{kind}.yaml"
+    path.write_text(f"source: {{kind: {kind}}}\n")
+    return str(path)
+
+
 def option(command: list[str], name: str) -> list[str]:
     return [command[i + 1] for i, arg in enumerate(command) if arg == name]
 
@@ -60,12 +67,39 @@ def test_script_is_valid_bash_and_its_help_names_the_three_masters():
         assert master in help_text
 
 
-def test_native_connector_matches_the_spark_version():
+def test_native_connector_matches_the_spark_version(tmp_path):
     import pyspark
-    command = dry_run("yarn", str(ROOT / "pyproject.toml"))
+    command = dry_run("yarn", job_file(tmp_path))
     assert option(command, "--packages") == [f"org.apache.spark:spark-sql-kafka-0-10_2.13:{pyspark.__version__}"]
-    command = dry_run("yarn", str(ROOT / "pyproject.toml"), SPARK_VERSION="4.0.1")
-    assert option(command, "--packages") == ["org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.1"]
+    command = dry_run("yarn", job_file(tmp_path), SPARK_VERSION="4.1.0")
+    assert option(command, "--packages") == ["org.apache.spark:spark-sql-kafka-0-10_2.13:4.1.0"]
+
+
+@pytest.mark.parametrize("master", ["yarn", "spark://master:7077"])
+def test_the_python_source_needs_no_connector(tmp_path, master):
+    # a cluster without a Maven mirror could not fetch --packages: it is added only when asked for
+    for kind in ("python", "auto"):
+        assert option(dry_run(master, job_file(tmp_path, kind)), "--packages") == []
+    assert option(dry_run(master, job_file(tmp_path, "auto"), "--kafka-connector"), "--packages") != []
+    result = submit("--master", master, "--config", job_file(tmp_path, "python"), "--kafka-connector", "--dry-run")
+    assert result.returncode == 2 and "the job would not use it" in result.stderr
+
+
+def test_kubernetes_adds_the_connector_when_asked(tmp_path):
+    # on Kubernetes --config is a path inside the driver's pod, so the script cannot read it
+    pod_path = "/etc/quorum-health/job.yaml"
+    plain = dry_run("k8s://https://10.0.0.1:6443", pod_path, IMAGE="r/q:1")
+    assert option(plain, "--packages") == [] and "spark.jars.ivy" not in confs(plain)
+    native = dry_run("k8s://https://10.0.0.1:6443", pod_path, "--kafka-connector", IMAGE="r/q:1")
+    assert option(native, "--packages") and confs(native)["spark.jars.ivy"] == "/tmp/.ivy2"
+
+
+def test_a_bad_job_config_is_refused_before_submitting(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("job: {checkpoint_locaton: /x}\n")
+    result = submit("--master", "spark://master:7077", "--config", str(bad), "--dry-run")
+    assert result.returncode == 2
+    assert "bad job configuration" in result.stderr and "job.checkpoint_locaton: unknown key" in result.stderr
 
 
 def test_yarn_runs_the_driver_in_the_cluster_with_the_config_shipped(tmp_path):
@@ -97,10 +131,10 @@ def test_kubernetes_without_an_image_is_refused():
     assert result.returncode == 2 and "set IMAGE" in result.stderr
 
 
-def test_standalone_runs_the_python_driver_in_client_mode_only():
-    command = dry_run("spark://master:7077", str(ROOT / "pyproject.toml"))
+def test_standalone_runs_the_python_driver_in_client_mode_only(tmp_path):
+    command = dry_run("spark://master:7077", job_file(tmp_path, "python"))
     assert option(command, "--deploy-mode") == ["client"]
-    result = submit("--master", "spark://master:7077", "--config", str(ROOT / "pyproject.toml"), "--dry-run",
+    result = submit("--master", "spark://master:7077", "--config", job_file(tmp_path, "python"), "--dry-run",
                     DEPLOY_MODE="cluster")
     assert result.returncode == 2 and "client deploy mode only" in result.stderr
 
@@ -119,7 +153,7 @@ def test_bad_arguments_are_refused_with_a_clear_message(args, message):
 
 def test_submitting_ships_an_importable_zip_of_the_packages(tmp_path):
     # spark-submit itself replaced by echo: this checks what the script hands it, not Spark
-    result = submit("--master", "spark://master:7077", "--config", str(ROOT / "pyproject.toml"),
+    result = submit("--master", "spark://master:7077", "--config", job_file(tmp_path, "python"),
                     SPARK_SUBMIT="echo", DIST_DIR=str(tmp_path))
     assert result.returncode == 0, result.stderr
     code_zip = tmp_path / "quorum_health_py.zip"
@@ -167,7 +201,8 @@ def test_spark_application_runs_the_job_with_the_native_connector_and_its_config
     # the checkpoint is on the shared volume, mounted in the driver and every executor alike
     executor_mounts = {m["name"]: m["mountPath"] for m in app["executor"]["volumeMounts"]}
     assert mounts["checkpoint"] == executor_mounts["checkpoint"]
-    assert job["checkpoint_location"].startswith(mounts["checkpoint"] + "/")
+    assert job["job"]["checkpoint_location"].startswith(mounts["checkpoint"] + "/")
+    assert job["dead_letters"]["path"].startswith(mounts["checkpoint"] + "/")
     claim = by_kind(docs, "PersistentVolumeClaim")
     assert volumes["checkpoint"]["persistentVolumeClaim"]["claimName"] == claim["metadata"]["name"]
     assert claim["spec"]["accessModes"] == ["ReadWriteMany"]
