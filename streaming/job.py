@@ -28,6 +28,7 @@ from streaming.health import build_health_stream
 from streaming.sinks import HealthBatchWriter, make_batch_writer
 from streaming.sinks.monitor import MonitorMetrics
 from streaming.source import open_stream
+from streaming.state_partitions import check_state_partitions
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +124,8 @@ class RunningJob:
 
 def start_job(spark: SparkSession, cfg: JobConfig, writer: HealthBatchWriter | None = None) -> RunningJob:
     checkpoint = Path(cfg.job.checkpoint_location)
+    # Spark keeps the checkpoint's number of state partitions: say so when the config differs.
+    check_state_partitions(spark, str(checkpoint / "health"), cfg.spark.shuffle_partitions)
     writer = writer or make_batch_writer(
         cfg.sink, cfg.health, spool_path=str(checkpoint / "health-events-pending.jsonl"),
         dead_letter_dir=cfg.dead_letters.path if cfg.dead_letters.enabled else None)
