@@ -22,13 +22,15 @@ REPLICA_STATES = [("caught_up", "caught up", "green"), ("lagging", "lagging", "y
 QUORUM_STATES = [("healthy", "healthy", "green"), ("degraded", "degraded", "yellow"),
                  ("stalled", "stalled", "orange"), ("leaderless", "leaderless", "red"),
                  ("no_majority", "no majority", "red"), ("split_brain", "split brain", "purple")]
+CAUSE_STATES = [("behind", "behind", "yellow"), ("slow", "slow", "orange"), ("rejected", "rejected", "purple"),
+                ("partitioned", "partitioned", "red"), ("down", "down", "dark-red"), ("unknown", "unknown", "gray")]
 
 
-def state_code(metric: str, states: list[tuple[str, str, str]]) -> str:
+def state_code(metric: str, states: list[tuple[str, str, str]], label: str = "status") -> str:
     """A state-set metric (one series per status, 1 for the current one) as one series per
     entity whose value is the index of its current status, for value mappings to name and colour."""
-    arms = [f'({metric}{{{QUORUM}, status="{status}"}} == 1) * {code}' for code, (status, _, _) in enumerate(states)]
-    return "max without (status) (\n  " + "\n  or ".join(arms) + "\n)"
+    arms = [f'({metric}{{{QUORUM}, {label}="{status}"}} == 1) * {code}' for code, (status, _, _) in enumerate(states)]
+    return f"max without ({label}) (\n  " + "\n  or ".join(arms) + "\n)"
 
 
 def state_mappings(states: list[tuple[str, str, str]]) -> list[dict]:
@@ -107,11 +109,14 @@ def build() -> dict:
     layout.panel("timeseries", "Leader", [t(f"quorum_leader_id{{{q}}}", per_quorum)], custom=stepped,
                  description="Node id of the current leader (-1: none). A step is a leader change.")
     layout.panel("timeseries", "Leader epoch", [t(f"quorum_leader_epoch{{{q}}}", per_quorum)], custom=stepped)
-    layout.panel("timeseries", "Epoch changes", [
-        t(f"increase(quorum_elections_total{{{q}}}[$__rate_interval])", "elections {{cluster}} {{partition}}"),
+    layout.panel("timeseries", "Elections and leader changes", [
+        t(f"increase(quorum_elections_total{{{q}}}[$__rate_interval])", "epoch bumps {{cluster}} {{partition}}"),
+        t(f"increase(quorum_leader_changes_total{{{q}}}[$__rate_interval])", "new leaders {{cluster}} {{partition}}"),
         t(f"quorum_leader_changes_window{{{q}}}", "leader changes in the storm window {{cluster}} {{partition}}"),
+        t(f"quorum_epoch_changes_window{{{q}}}", "epochs in the storm window {{cluster}} {{partition}}"),
     ], thresholds=[(None, "green"), (3, "red")],
-                 description="Elections seen, and epoch changes within the job's storm window (>= 3 fires QuorumElectionStorm).")
+                 description="Epoch bumps (a failover with split votes bumps several) and new leaders; 3 leader "
+                             "changes within the job's storm window fire QuorumElectionStorm.")
     layout.panel("timeseries", "High watermark rate", [
         t(f"rate(quorum_high_watermark{{{q}}}[$__rate_interval])", per_quorum)], unit="ops",
                  description="Records committed per second (the high watermark never decreases). "
@@ -128,13 +133,33 @@ def build() -> dict:
     layout.panel("timeseries", "Leadership claims", [
         t(f"quorum_leaders_claimed{{{q}}}", "leaders in the current epoch {{cluster}} {{partition}}"),
         t(f"quorum_zombie_leaders{{{q}}}", "leaders of an older epoch {{cluster}} {{partition}}"),
-    ], width=24, custom=stepped, thresholds=[(None, "green"), (2, "red")],
-                 description="More than one leader in an epoch is a split brain; any leader of an older epoch still talking is a zombie.")
+        t(f"quorum_candidate_epoch{{{q}}}", "campaigning for epoch {{cluster}} {{partition}}"),
+    ], width=8, custom=stepped, thresholds=[(None, "green"), (2, "red")],
+                 description="More than one leader in an epoch is a split brain; any leader of an older epoch still "
+                             "talking is a zombie; a campaign above the current epoch is an election under way (-1: none).")
+    layout.panel("timeseries", "Network partition", [
+        t(f"quorum_network_partition{{{q}}}", "partitioned {{cluster}} {{partition}}"),
+        t(f"quorum_voters_cut_off{{{q}}}", "voters cut off {{cluster}} {{partition}}"),
+    ], width=8, custom=stepped, thresholds=[(None, "green"), (1, "red")],
+                 description="Voters alive but cut off from the leader (or the leader from every voter); the health "
+                             "events and the status reason name who is on which side.")
+    layout.panel("timeseries", "Voter set and incarnations", [
+        t(f"increase(quorum_voter_set_changes_total{{{q}}}[$__rate_interval])", "voter set changes {{cluster}} {{partition}}"),
+        t(f"increase(quorum_incarnations_total{{{q}}}[$__rate_interval])", "formatted anew {{cluster}} {{partition}}"),
+    ], width=8, custom=stepped,
+                 description="Changes of the voter set in force (KIP-853), and the cluster seen formatted anew under "
+                             "the same id (a majority of voters went back in epoch).")
 
     layout.row("Replicas")
     layout.panel("state-timeline", "Caught-up windows", [t(state_code("quorum_replica_status", REPLICA_STATES), per_replica)],
                  width=24, height=9, mappings=state_mappings(REPLICA_STATES), options=timeline,
                  description="Each replica's status over time: the intervals it was caught up (KIP-836) and those it lagged.")
+    layout.panel("state-timeline", "Why: the cause of each replica not caught up",
+                 [t(state_code("quorum_replica_cause", CAUSE_STATES, "cause"), per_replica)],
+                 width=24, height=7, mappings=state_mappings(CAUSE_STATES), options=timeline,
+                 description="partitioned (alive, its fetches do not reach the leader), down (nothing from it), "
+                             "rejected (the leader refuses its fetches), slow (fetches seconds apart), behind (never "
+                             "at the leader's end), unknown (the evidence does not decide). See docs/runbook.md.")
     layout.panel("timeseries", "Lag (records)", [t(f"quorum_replica_lag_records{{{q}}}", per_replica)], unit="short",
                  description="Leader's log end offset minus the replica's.")
     layout.panel("timeseries", "Lag (seconds)", [t(f"quorum_replica_lag_seconds{{{q}}}", per_replica)], unit="s",
@@ -170,8 +195,14 @@ def build() -> dict:
         t("sum(rate(quorum_monitor_input_records_total[$__rate_interval]))", "records/s"),
         t("sum by (reason) (rate(quorum_monitor_invalid_records_total[$__rate_interval]))", "invalid: {{reason}}"),
     ], unit="ops")
-    layout.panel("timeseries", "Pushgateway push failures", [
-        t("sum(increase(quorum_monitor_push_failures_total[$__rate_interval]))", "failed pushes")], unit="short")
+    layout.panel("timeseries", "Output failures", [
+        t("sum(increase(quorum_monitor_push_failures_total[$__rate_interval]))", "failed pushes"),
+        t("sum by (sink) (increase(quorum_monitor_sink_failures_total[$__rate_interval]))", "failed: {{sink}}"),
+        t("max(quorum_monitor_health_events_pending)", "health events waiting"),
+        t("sum(increase(quorum_monitor_health_events_dropped_total[$__rate_interval]))", "health events dropped"),
+    ], unit="short",
+                 description="Pushgateway pushes that failed, batches whose output to a sink failed, and the health "
+                             "topic's undelivered events (waiting in the spooled buffer, or dropped when it was full).")
     layout.panel("table", "Firing alerts", [
         # the monitor's own alerts carry no cluster label (or cluster="_monitor"): always shown
         t('ALERTS{alertstate="firing", cluster=~"$cluster|_monitor|"}', "")], height=8,

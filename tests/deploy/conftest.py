@@ -20,7 +20,7 @@ import yaml
 from deploy.prometheus_config import DEFAULT_RULES, render_prometheus_config
 from prometheus_tools import Server
 from quorum.embedded_broker import free_port
-from quorum_metric_names import QUORUM_STATUSES, REPLICA_STATUSES
+from quorum_metric_names import CAUSES, QUORUM_STATUSES, REPLICA_STATUSES
 
 ROOT = Path(__file__).resolve().parents[2]
 PARTITION = "__cluster_metadata-0"
@@ -50,6 +50,9 @@ def cluster_exposition(cluster: str | None, leaders_claimed: int = 1) -> str:
     metric("quorum_replica_caught_up_ratio", "gauge", per_replica(lambda r: 1 if status_of[r] == "caught_up" else 0.6))
     metric("quorum_replica_status", "gauge", [(labels(replica=r, role=role, status=s), int(status_of[r] == s))
                                               for r, role in replicas for s in REPLICA_STATUSES])
+    cause_of = {3: "partitioned", OBSERVER: "behind"}
+    metric("quorum_replica_cause", "gauge", [(labels(replica=r, role=role, cause=c), int(cause_of.get(r) == c))
+                                             for r, role in replicas for c in CAUSES])
     metric("quorum_replica_truncations_total", "counter", per_replica(lambda r: 1 if r == 2 else 0))
     metric("quorum_replica_truncated_records_total", "counter", per_replica(lambda r: 4 if r == 2 else 0))
     quorum_status = "split_brain" if leaders_claimed > 1 else "degraded"
@@ -60,6 +63,9 @@ def cluster_exposition(cluster: str | None, leaders_claimed: int = 1) -> str:
         ("quorum_voters_reachable", "gauge", 2), ("quorum_majority_reachable", "gauge", 1),
         ("quorum_elections_total", "counter", 7), ("quorum_epoch_changes_window", "gauge", 1), ("quorum_leader_changes_window", "gauge", 1),
         ("quorum_leaders_claimed", "gauge", leaders_claimed), ("quorum_zombie_leaders", "gauge", 0),
+        ("quorum_leader_changes_total", "counter", 2), ("quorum_candidate_epoch", "gauge", -1),
+        ("quorum_incarnations_total", "counter", 0), ("quorum_voter_set_changes_total", "counter", 0),
+        ("quorum_network_partition", "gauge", 1), ("quorum_voters_cut_off", "gauge", 1),
     ]:
         metric(name, kind, [(labels(), value)])
     metric("quorum_status", "gauge", [(labels(status=s), int(s == quorum_status)) for s in QUORUM_STATUSES])
@@ -77,6 +83,9 @@ def monitor_exposition() -> str:
         f"quorum_monitor_last_batch_timestamp_seconds {time.time():.3f}",
         "# TYPE quorum_monitor_input_stalled gauge", "quorum_monitor_input_stalled 0",
         "# TYPE quorum_monitor_push_failures_total counter", "quorum_monitor_push_failures_total 0",
+        "# TYPE quorum_monitor_sink_failures_total counter", 'quorum_monitor_sink_failures_total{sink="kafka"} 0',
+        "# TYPE quorum_monitor_health_events_pending gauge", "quorum_monitor_health_events_pending 0",
+        "# TYPE quorum_monitor_health_events_dropped_total counter", "quorum_monitor_health_events_dropped_total 0",
     ]) + "\n"
 
 

@@ -52,7 +52,8 @@ def test_required_views_are_present():
     titles = {panel["title"]: panel["type"] for panel in board()["panels"]}
     assert titles["Caught-up windows"] == "state-timeline"
     for title in ("Quorum status", "Leader", "Leader epoch", "High watermark rate", "Lag (records)",
-                  "Lag (seconds)", "Caught-up fraction of the horizon", "Epoch changes", "Last batch age"):
+                  "Lag (seconds)", "Caught-up fraction of the horizon", "Elections and leader changes", "Network partition",
+                  "Why: the cause of each replica not caught up", "Last batch age"):
         assert title in titles
 
 
