@@ -13,7 +13,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "describe": ("quorum.describe_tool", "print a quorum's status or replication, as kafka-metadata-quorum does"),
     "collect": ("quorum.collector", "poll DescribeQuorum of any KRaft cluster and publish quorum_snapshot records"),
     "append": ("quorum.node.append_command", "append records through a quorum's leader and print their offsets"),
-    "fault": ("quorum.node.fault_command", "inject or clear faults on a running node (pause, cut off, slow disk)"),
+    "fault": ("quorum.node.fault_command", "inject or clear faults on a running node (pause, cut off, slow disk, throttle)"),
     "synth": ("quorum.synthetic.command", "publish a synthetic quorum's events, with scripted faults"),
     "broker": ("quorum.broker_command", "run the embedded Kafka-compatible broker in the foreground"),
     "tail": ("quorum.tail", "print the events topic as a console view"),

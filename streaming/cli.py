@@ -14,6 +14,7 @@ import sys
 import threading
 
 from streaming.config import ConfigError, JobConfig, load_config
+from streaming.job_logging import LEVELS, configure
 
 EXAMPLE = "deploy/job.local.yaml"
 
@@ -32,7 +33,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"YAML configuration (every key documented in {EXAMPLE})")
     run.add_argument("--master", help="Spark master, overriding spark.master of the config (e.g. local[2])")
     run.add_argument("--checkpoint", help="checkpoint directory, overriding job.checkpoint_location")
-    run.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    run.add_argument("--log-level", default="INFO", choices=LEVELS,
+                     help="the job's own log level (default %(default)s: a line per micro-batch); "
+                          "Spark's own loggers stay at WARN")
     return parser
 
 
@@ -61,7 +64,7 @@ def _with_overrides(cfg: JobConfig, args: argparse.Namespace) -> JobConfig:
 
 
 def _run(cfg: JobConfig, log_level: str) -> int:
-    logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure(log_level)
     from streaming.job import session_for, start_job
     spark = session_for(cfg)
     spark.sparkContext.setLogLevel("WARN")

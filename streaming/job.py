@@ -25,6 +25,7 @@ from quorum import events
 from streaming.config import JobConfig
 from streaming.decode import ERROR, RECORD, check_records, dead_letters, valid_events
 from streaming.health import build_health_stream
+from streaming.job_logging import BATCH_LOGGER, batch_line, spark_conf
 from streaming.sinks import HealthBatchWriter, make_batch_writer
 from streaming.sinks.monitor import MonitorMetrics
 from streaming.source import open_stream
@@ -45,8 +46,9 @@ def session_for(cfg: JobConfig) -> SparkSession:
     if "PYSPARK_GATEWAY_PORT" in os.environ:  # launched by spark-submit: the JVM already has a master
         from pyspark import SparkConf
         master = SparkConf().get("spark.master", master)
+    conf = spark_conf({str(k): str(v) for k, v in cfg.spark.conf.items()})
     return build_spark(master=master, app_name=cfg.spark.app_name, shuffle_partitions=cfg.spark.shuffle_partitions,
-                       extra_conf={str(k): str(v) for k, v in cfg.spark.conf.items()})
+                       extra_conf=conf)
 
 
 def checked_events(spark: SparkSession, cfg: JobConfig) -> DataFrame:
@@ -75,8 +77,10 @@ def report_observation(monitor: MonitorMetrics, observed: dict) -> None:
         monitor.record_invalid(invalid)
 
 
-def _input_listener(monitor: MonitorMetrics):
+def _input_listener(writer: HealthBatchWriter):
+    """Hands each health batch's observed input to the writer's monitor, and logs the batch's line."""
     from pyspark.sql.streaming import StreamingQueryListener
+    batches = logging.getLogger(BATCH_LOGGER)
 
     class InputListener(StreamingQueryListener):
         def onQueryStarted(self, event) -> None:
@@ -85,7 +89,11 @@ def _input_listener(monitor: MonitorMetrics):
         def onQueryProgress(self, event) -> None:
             progress = json.loads(event.progress.json)
             if progress.get("name") == HEALTH_QUERY:
-                report_observation(monitor, progress.get("observedMetrics") or {})
+                observed = progress.get("observedMetrics") or {}
+                report_observation(writer.monitor, observed)
+                if batches.isEnabledFor(logging.INFO):
+                    quorums = [view.quorum for view in writer.snapshot.views()]
+                    batches.info(batch_line(progress, observed.get(INPUT_OBSERVATION), quorums))
 
         def onQueryIdle(self, event) -> None:
             pass
@@ -129,7 +137,7 @@ def start_job(spark: SparkSession, cfg: JobConfig, writer: HealthBatchWriter | N
     writer = writer or make_batch_writer(
         cfg.sink, cfg.health, spool_path=str(checkpoint / "health-events-pending.jsonl"),
         dead_letter_dir=cfg.dead_letters.path if cfg.dead_letters.enabled else None)
-    listener = _input_listener(writer.monitor)
+    listener = _input_listener(writer)
     spark.streams.addListener(listener)
     trigger = f"{cfg.job.trigger_interval_ms} milliseconds"
 

@@ -6,6 +6,7 @@ DATA_DIR/control.sock; pass the node's config file or the socket path).
   quorum fault --config node-1.yaml cut 2 3 --direction both
   quorum fault --config node-1.yaml heal             # remove every cut
   quorum fault --config node-3.yaml slow-disk 200    # +200 ms per fsync (0 to stop)
+  quorum fault --config node-2.yaml throttle 1       # as a follower, replicate at most 1 record/s (0 to stop)
   quorum fault --config node-3.yaml clear            # everything back to normal
   quorum fault --config node-3.yaml status
 
@@ -37,8 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--config", metavar="FILE", help="the node's YAML configuration")
     where.add_argument("--socket", metavar="PATH", help="the node's control socket")
-    parser.add_argument("op", choices=("pause", "resume", "cut", "heal", "slow-disk", "clear", "status"))
-    parser.add_argument("values", nargs="*", type=int, help="peer ids for cut; milliseconds for slow-disk")
+    parser.add_argument("op", choices=("pause", "resume", "cut", "heal", "slow-disk", "throttle", "clear", "status"))
+    parser.add_argument("values", nargs="*", type=int,
+                        help="peer ids for cut; milliseconds for slow-disk; records per second for throttle")
     parser.add_argument("--direction", default="both", choices=("in", "out", "both"),
                         help="for cut: drop what the peers send (in), what we send (out), or both")
 
@@ -64,6 +66,11 @@ def run(args: argparse.Namespace) -> int:
             print("error: slow-disk needs one value in milliseconds", file=sys.stderr)
             return 2
         cmd["ms"] = args.values[0]
+    elif args.op == "throttle":
+        if len(args.values) != 1 or args.values[0] < 0:
+            print("error: throttle needs one value, records per second (0 to stop)", file=sys.stderr)
+            return 2
+        cmd["records_per_s"] = args.values[0]
     try:
         reply = send(path, cmd)
     except OSError as e:

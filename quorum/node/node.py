@@ -17,6 +17,7 @@ Publishing is fire-and-forget into the publisher's bounded buffer.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import json
 import logging
@@ -298,12 +299,35 @@ class QuorumNode:
         try:
             resp = await self.peers.request(msg.destination, api_key, version, body, timeout_s)
             core_resp = translate.response_from_wire(api_key, version, resp, self.names)
+            if isinstance(core_resp, m.FetchResponse) and self.faults.throttle_records_per_s > 0:
+                core_resp = await self._throttled(core_resp)
         except (PeerUnavailable, Exception) as e:  # the core's own deadline handles the silence
             if not isinstance(e, PeerUnavailable):
                 log.warning("node %d: request to %d failed: %r", self.config.node_id, msg.destination, e)
             return
         await self._inbox.put(("msg", m.Message(msg.destination, self.config.node_id, msg.correlation_id,
                                                 core_resp)))
+
+    async def _throttled(self, resp: m.FetchResponse) -> m.FetchResponse:
+        """The fetched records a follower under a replication throttle keeps (the rest it fetches
+        again later), after the throttle's wait."""
+        parts = [p for t in resp.responses for p in t.partitions]
+        offered = sum(len(p.records) for p in parts)
+        if offered == 0:
+            return resp
+        kept, wait_s = self.faults.take_records(offered, time.monotonic())
+        if wait_s > 0:
+            await asyncio.sleep(wait_s)
+        if kept == offered:
+            return resp
+        topics = []
+        for t in resp.responses:
+            trimmed = []
+            for p in t.partitions:
+                trimmed.append(dataclasses.replace(p, records=p.records[:kept]))
+                kept -= len(trimmed[-1].records)
+            topics.append(dataclasses.replace(t, partitions=tuple(trimmed)))
+        return dataclasses.replace(resp, responses=tuple(topics))
 
     # --- inbound requests ---------------------------------------------------------------------------
 
@@ -482,6 +506,8 @@ class QuorumNode:
             f.cut_out.clear()
         elif op == "slow-disk":
             f.slow_disk_ms = int(cmd["ms"])
+        elif op == "throttle":
+            f.throttle(float(cmd["records_per_s"]))
         elif op == "clear":
             f.clear()
         elif op != "status":
