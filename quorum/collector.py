@@ -180,10 +180,11 @@ class QuorumPoller:
                 latency = int((time.monotonic() - start) * 1000)
             elif code < 0 and not isinstance(e, DescribeError):
                 self._drop_admin()  # a broken connection: bootstrap again next time
-            return PollOutcome(latency, box.get("node_id", -1), error_code=code, error=name,
+            return PollOutcome(box.get("describe_ms", latency), box.get("node_id", -1), error_code=code, error=name,
                                leader_id=getattr(e, "leader_id", -1), leader_epoch=getattr(e, "leader_epoch", -1),
                                cluster_id=box.get("cluster_id"))
-        return PollOutcome(latency, box["node_id"], info=box["info"], cluster_id=box.get("cluster_id"))
+        return PollOutcome(box.get("describe_ms", latency), box["node_id"], info=box["info"],
+                           cluster_id=box.get("cluster_id"))
 
     def close(self) -> None:
         with self._lock:
@@ -192,11 +193,18 @@ class QuorumPoller:
     def _ask(self, box: dict[str, Any]) -> None:
         try:
             admin = self._client(box)
-            if self.want_cluster_id:
-                box["cluster_id"] = admin.describe_cluster().get("cluster_id") or None
-            node_id, answer = admin._manager.run(self._describe, admin)
-            box["node_id"] = node_id if isinstance(node_id, int) and node_id >= 0 else -1
-            box["info"] = quorum_info(answer.to_dict(), self.topic, self.partition)
+            try:
+                asked = time.monotonic()
+                node_id, answer = admin._manager.run(self._describe, admin)
+                box["describe_ms"] = int((time.monotonic() - asked) * 1000)
+                box["node_id"] = node_id if isinstance(node_id, int) and node_id >= 0 else -1
+                box["info"] = quorum_info(answer.to_dict(), self.topic, self.partition)
+            finally:  # asked after DescribeQuorum, so that failing does not hide its outcome
+                if self.want_cluster_id and not box.get("abandoned"):
+                    try:
+                        box["cluster_id"] = admin.describe_cluster().get("cluster_id") or None
+                    except Exception:
+                        pass
         except Exception as e:  # the cluster is the thing being watched: its failures are data
             box["error"] = e
 

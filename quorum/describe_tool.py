@@ -253,20 +253,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from quorum.collector import QuorumPoller
     if args.human_readable and not args.replication:
         print("error: --human-readable applies to --replication only", file=sys.stderr)
         return 2
     try:
-        cluster_id, result = fetch_quorum(args.bootstrap_server, admin_config(args.command_config), args.timeout_ms)
-        info = quorum_info(result)
-        out = format_status(cluster_id, info) if args.status else \
-            format_replication(info, args.human_readable)
+        config = admin_config(args.command_config)
+    except (OSError, DescribeError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    # the collector's poller: it moves on to another node when one is down, and names the
+    # error of a quorum that cannot answer (NOT_LEADER_OR_FOLLOWER while no leader is elected)
+    poller = QuorumPoller(args.bootstrap_server, timeout_ms=args.timeout_ms, client_config=config,
+                          want_cluster_id=args.status)
+    try:
+        outcome = poller.poll()
+    finally:
+        poller.close()
+    if outcome.info is None:
+        code = f" (error code {outcome.error_code})" if outcome.error_code >= 0 else ""
+        leader = f", last known leader {outcome.leader_id} in epoch {outcome.leader_epoch}" \
+            if outcome.leader_id >= 0 else ""
+        print(f"error: cannot describe the quorum at {args.bootstrap_server}: {outcome.error}{code}{leader}",
+              file=sys.stderr)
+        return 1
+    try:
+        out = format_status(outcome.cluster_id or "", outcome.info) if args.status else \
+            format_replication(outcome.info, args.human_readable)
     except DescribeError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 1
-    except Exception as e:  # the admin client's errors: no broker, timeouts, auth
-        print(f"error: cannot describe the quorum at {args.bootstrap_server}: {type(e).__name__}: {e}",
-              file=sys.stderr)
         return 1
     print(out)
     return 0

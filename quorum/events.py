@@ -199,7 +199,8 @@ class QuorumPollError:
     error: str = spec(doc="Kafka's error name (NOT_LEADER_OR_FOLLOWER) or the client failure (timeout, "
                           "connection_refused, ...)")
     answered_by: int = spec(minimum=-1, doc="node id that answered with the error (-1 none or unknown)")
-    leader_id: int = spec(minimum=-1, doc="leader named by the error answer (-1 none or unknown)")
+    leader_id: int = spec(minimum=-1, doc="leader the error answer names, as the answering node last knew it "
+                                                 "(it may be gone); -1 none or unknown")
     leader_epoch: int = spec(minimum=-1, doc="epoch named by the error answer (-1 unknown)")
 
 
