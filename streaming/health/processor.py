@@ -35,6 +35,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 
+from .clocks import anchor_processing
 from .config import HealthConfig
 from .schema import HEALTH_COLUMNS
 from .tracker import QuorumTracker, new_state
@@ -104,7 +105,13 @@ class _QuorumHealthLogic:
 
     def on_timer(self, key: tuple, proc_ms: int) -> list[dict[str, Any]]:
         st = self._load(key)
-        silence = max(0, proc_ms - st.get("last_input_wall_ms", st["last_input_proc_ms"]))
+        # The job's own downtime (a crash, a restart) is not the quorum's silence: silence is
+        # counted from this run's start at the earliest, and the first tick of a run restarts
+        # the processing clock where the quorum's clock stands, rather than moving it on by the
+        # time the job was away (its records of that time are still to be read).
+        if st.get("emitted_run") != self.run_id:
+            anchor_processing(st["clock"], proc_ms)
+        silence = max(0, proc_ms - max(st.get("last_input_wall_ms", st["last_input_proc_ms"]), self.run_id))
         if silence >= self.cfg.quorum_forget_ms:
             self.state.clear()
             self.replicas.clear()

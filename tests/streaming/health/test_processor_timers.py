@@ -24,8 +24,8 @@ class Harness:
     def __init__(self, api: str, cfg: HealthConfig | None = None):
         self.api, self.cfg, self.proc_ms = api, cfg or HealthConfig(), 1_000_000
         cls = QuorumHealthPandasProcessor if api == "pandas" else QuorumHealthRowProcessor
-        self.tester = TwsTester(cls(self.cfg, wall_clock_ms=lambda: self.proc_ms),
-                                timeMode="ProcessingTime", outputMode="Update")
+        self.processor = cls(self.cfg, wall_clock_ms=lambda: self.proc_ms)
+        self.tester = TwsTester(self.processor, timeMode="ProcessingTime", outputMode="Update")
         self.tester.setProcessingTime(self.proc_ms)
 
     def _rows(self, out) -> list[dict[str, Any]]:
@@ -70,6 +70,20 @@ def test_timer_ticks_reevaluate_a_silent_quorum_without_input(harness):
     assert len(ticks) == 5 and all(r["silent"] for r in ticks)
     # The quorum's clock moves on with processing time: 3 s of event time + 5 s of silence.
     assert ticks[-1]["now_ms"] - ticks[0]["now_ms"] == 4000
+
+
+def test_the_jobs_own_downtime_is_not_the_quorums_silence(harness):
+    harness.feed(QuorumScript().run(3000))
+    # The job is killed and restarts 60 s later: a new run, whose first tick comes before the
+    # records of those 60 s are read. The quorum was not silent; the job was away.
+    harness.proc_ms += 60_000
+    harness.processor.logic.run_id = harness.proc_ms
+    rows = harness._rows(harness.tester.setProcessingTime(harness.proc_ms))
+    assert latest(rows, "quorum")["status"] == S.HEALTHY
+    assert all(r["status"] == S.CAUGHT_UP for r in rows if r["kind"] == "replica")
+    # A quorum that stays silent in the new run is still found out.
+    rows = harness.advance(4000)
+    assert latest(rows, "quorum")["status"] == S.LEADERLESS
 
 
 def test_silent_quorum_loses_its_good_statuses_and_no_replica_is_called_unreachable(harness):
