@@ -7,12 +7,20 @@ notifications are printed here.
   deploy/run-local down                stop a stack started from another terminal
   deploy/run-local status              the quorum's state and the stack's addresses
   deploy/run-local chaos ACTION [NODE] disturb the running quorum:
-      stall NODE        slow the node's disk (3 s per fsync): its fetches come seconds apart
+      stall NODE        throttle the node's replication (1 record/s, the leader appends 2 NoOps/s):
+                        it keeps fetching and falls further behind (stalled, cause behind)
+      slow-disk NODE    slow the node's disk (3 s per fsync): its fetches come seconds apart
+      wrong-cluster NODE restart the node with another cluster id: the leader refuses its fetches
       cutoff NODE       drop all of the node's traffic (it cannot reach or be reached)
       freeze NODE       SIGSTOP the node's process (heal sends SIGCONT)
       kill NODE         SIGKILL the node's process (heal restarts it)
       partition-leader  cut the current leader off from everyone
       heal              undo all of the above
+
+The streaming job is supervised: when it dies (a crash, an OOM kill, `kill -9`), the launcher
+restarts it from its checkpoint after 1 s, doubling to at most 30 s while it keeps dying (back
+to 1 s once it has run 2 minutes), prints why, and counts it in
+`quorum_monitor_job_restarts_total` on the Pushgateway (group job="quorum_monitor_supervisor").
   deploy/run-local --synthetic 2       also publish 2 synthetic quorums with scripted faults
 
 Logs go to RUN_DIR/logs/, one file per process; RUN_DIR/stack.json says what runs and where, so
@@ -43,10 +51,77 @@ from quorum.embedded_broker import EmbeddedBroker, free_port  # noqa: E402
 STOP_TIMEOUT_S = 15
 START_TIMEOUT_S = 60
 JOB_START_TIMEOUT_S = 240  # the first micro-batch includes starting the JVM and the Python workers
+JOB_NAME = "streaming-job"
+RESTART_BACKOFF_S = (1.0, 30.0)  # first delay, cap: doubled at each restart in a row
+RESTART_RESET_AFTER_S = 120.0    # a job that ran this long counts as healthy again: next delay 1 s
+THROTTLE_RECORDS_PER_S = "1"     # below the leader's 2 NoOps/s: the stalled voter falls behind
+OTHER_CLUSTER_ID = "another-cluster"
+SUPERVISOR_GROUP = "quorum_monitor_supervisor"
 
 
 def say(text: str) -> None:
     print(f"\033[1m[stack]\033[0m {text}", file=sys.stderr, flush=True)
+
+
+def exit_reason(code: int) -> str:
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exited with code {code}"
+
+
+class JobSupervisor:
+    """Restarts the always-on streaming job when it dies, from its checkpoint, with backoff.
+
+    Whatever the job left behind (its JVM, Python workers) is killed first: two JVMs on one
+    checkpoint would both write it."""
+
+    def __init__(self, stack: "Stack", pushgateway: str | None):
+        self.stack = stack
+        self.pushgateway = pushgateway
+        self.restarts = 0
+        self.delay_s = RESTART_BACKOFF_S[0]
+        self.started_at = time.monotonic()
+        self.restart_at: float | None = None
+
+    def check(self, now: float) -> None:
+        proc = self.stack.processes.get(JOB_NAME)
+        if proc is None:
+            return
+        if self.restart_at is None:
+            if proc.poll() is None:
+                return
+            ran = now - self.started_at
+            if ran >= RESTART_RESET_AFTER_S:
+                self.delay_s = RESTART_BACKOFF_S[0]
+            _signal_group(proc.pid, signal.SIGKILL)  # its JVM and workers, before another takes the checkpoint
+            self.restart_at = now + self.delay_s
+            say(f"{JOB_NAME} {exit_reason(proc.returncode)} after {ran:.0f} s (log {self.stack.log(JOB_NAME)}); "
+                f"restarting it from its checkpoint in {self.delay_s:.0f} s")
+            self.delay_s = min(self.delay_s * 2, RESTART_BACKOFF_S[1])
+        elif now >= self.restart_at:
+            self.restart_at = None
+            self.restarts += 1
+            self.started_at = now
+            self.stack.spawn(JOB_NAME, self.stack.argv[JOB_NAME])
+            say(f"{JOB_NAME} restarted (restart {self.restarts})")
+            self.push()
+
+    def push(self) -> None:
+        """The restart count, in a Pushgateway group of its own (the job's pushes do not touch it)."""
+        if not self.pushgateway:
+            return
+        body = ("# TYPE quorum_monitor_job_restarts_total counter\n"
+                f"quorum_monitor_job_restarts_total {self.restarts}\n").encode()
+        import urllib.request
+        request = urllib.request.Request(f"http://{self.pushgateway}/metrics/job/{SUPERVISOR_GROUP}", data=body,
+                                         method="PUT")
+        try:
+            urllib.request.urlopen(request, timeout=5).close()
+        except OSError as e:
+            say(f"could not push the restart count: {e}")
 
 
 class Stack:
@@ -64,6 +139,9 @@ class Stack:
         self.lock = threading.Lock()
         self.frozen: set[int] = set()
         self.killed: set[int] = set()
+        self.other_cluster: set[int] = set()
+        self.data_dirs: dict[int, str] = {}  # each node's own, while wrong-cluster runs it on another
+        self.supervisor: JobSupervisor | None = None
 
     @property
     def state_file(self) -> Path:
@@ -88,16 +166,19 @@ class Stack:
             pids["broker"] = self.broker.pid
         nodes = {n.node_id: {"address": n.address, "config": str(n.config_path), "voter": n.voter}
                  for n in self.nodes.values()}
+        restarts = self.supervisor.restarts if self.supervisor else 0
         self.state_file.write_text(json.dumps({"launcher": os.getpid(), "pids": pids, "urls": self.urls,
-                                               "nodes": nodes}, indent=2))
+                                               "nodes": nodes, "job_restarts": restarts}, indent=2))
 
     def node_name(self, node_id: int) -> str:
         return f"node-{node_id}"
 
     def check_alive(self, nodes_may_die: bool = True) -> str | None:
-        """A dead node is part of the game (chaos kill) once the stack runs; anything else dying
-        stops the stack."""
+        """A dead node is part of the game (chaos kill) once the stack runs, and a dead job is
+        restarted by the supervisor; anything else dying stops the stack."""
         for name, proc in self.processes.items():
+            if name == JOB_NAME and self.supervisor is not None:
+                continue
             if proc.poll() is not None and not (nodes_may_die and name.startswith("node-")):
                 return f"{name} exited with code {proc.returncode} (log: {self.log(name)})"
         return None
@@ -147,11 +228,19 @@ class Stack:
 
     def chaos(self, action: str, node: int | None) -> str:
         with self.lock:
-            if action in ("stall", "cutoff", "freeze", "kill") and node not in self.nodes:
+            if action in NODE_ACTIONS and node not in self.nodes:
                 raise ValueError(f"{action} needs a node id among {sorted(self.nodes)}")
             if action == "stall":
+                self._fault(node, "throttle", THROTTLE_RECORDS_PER_S)
+                return (f"node {node}: replication throttled to {THROTTLE_RECORDS_PER_S} record/s; it keeps fetching "
+                        f"and falls behind the leader's appends")
+            if action == "slow-disk":
                 self._fault(node, "slow-disk", "3000")
                 return f"node {node}: every fsync now takes 3 s more; its fetches come seconds apart"
+            if action == "wrong-cluster":
+                self._restart_node(node, OTHER_CLUSTER_ID)
+                self.other_cluster.add(node)
+                return f"node {node}: restarted with cluster id {OTHER_CLUSTER_ID!r}; the leader refuses its fetches"
             if action == "cutoff":
                 self._fault(node, "pause")
                 return f"node {node}: all traffic in and out dropped"
@@ -178,6 +267,10 @@ class Stack:
                     self.spawn(name, self.argv[name])
                     done.append(f"node {node_id} restarted")
                 self.killed.clear()
+                for node_id in sorted(self.other_cluster):
+                    self._restart_node(node_id, svc.CLUSTER_ID)
+                    done.append(f"node {node_id} restarted with cluster id {svc.CLUSTER_ID!r}")
+                self.other_cluster.clear()
                 for node_id in self.nodes:
                     if self.processes[self.node_name(node_id)].poll() is None:
                         try:
@@ -186,6 +279,46 @@ class Stack:
                             pass  # a node still starting up has no faults to clear
                 return "; ".join(done) or "faults cleared on every node"
             raise ValueError(f"unknown chaos action {action!r}")
+
+
+    def _restart_node(self, node_id: int, cluster_id: str) -> None:
+        """Stop the node and start it again with `cluster_id`. Under another id it runs on a copy
+        of its data directory whose meta.properties names that cluster (a data directory keeps
+        its cluster id): it still knows the quorum's leader and fetches from it, as a node given
+        another cluster's configuration does, and the leader refuses every fetch."""
+        import yaml
+        name = self.node_name(node_id)
+        proc = self.processes.get(name)
+        if proc is not None and proc.poll() is None:
+            if node_id in self.frozen:
+                self._signal(name, signal.SIGCONT)
+                self.frozen.discard(node_id)
+            _signal_group(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                _signal_group(proc.pid, signal.SIGKILL)
+                proc.wait()
+        self.killed.discard(node_id)
+        path = self.nodes[node_id].config_path
+        config = yaml.safe_load(path.read_text())
+        data_dir = self.data_dirs.setdefault(node_id, config["data.dir"])
+        config["cluster.id"] = cluster_id
+        if cluster_id == svc.CLUSTER_ID:
+            config["data.dir"] = data_dir
+        else:
+            import shutil
+            config["data.dir"] = f"{data_dir}-{cluster_id}"
+            shutil.rmtree(config["data.dir"], ignore_errors=True)
+            shutil.copytree(data_dir, config["data.dir"], ignore=shutil.ignore_patterns("*.sock"))
+            meta = Path(config["data.dir"]) / "meta.properties"
+            meta.write_text("".join(f"cluster.id={cluster_id}\n" if line.startswith("cluster.id=") else line
+                                    for line in meta.read_text().splitlines(keepends=True)))
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
+        self.spawn(name, self.argv[name])
+
+
+NODE_ACTIONS = ("stall", "slow-disk", "wrong-cluster", "cutoff", "freeze", "kill")
 
 
 def _signal_group(pid: int, sig: int) -> None:
@@ -292,10 +425,12 @@ def up(args: argparse.Namespace) -> int:
 
         say(f"[5/6] streaming job on local[*] (log {stack.log('streaming-job')}; the first batch takes a while)")
         job_config = _streaming_job_config(stack, addresses["pushgateway"])
-        stack.spawn("streaming-job", [sys.executable, "-m", "streaming.cli", "run", "--config", str(job_config)])
+        stack.spawn(JOB_NAME, [sys.executable, "-m", "streaming.cli", "run", "--config", str(job_config)])
         svc.await_condition("the streaming job's first push of the quorum's health",
                             lambda: svc.pushed_clusters(addresses["pushgateway"]) & {svc.CLUSTER_ID},
                             JOB_START_TIMEOUT_S, 1.0, alive=stack.check_alive)
+        stack.supervisor = JobSupervisor(stack, addresses["pushgateway"])
+        stack.supervisor.push()  # 0 restarts: the series exists from the start
 
         # Prometheus only once the job has pushed: before, the rules would rightly find the
         # monitor absent, and start the stack with a page
@@ -317,6 +452,11 @@ def up(args: argparse.Namespace) -> int:
             if problem:
                 say(f"stopping: {problem}")
                 return 1
+            with stack.lock:
+                restarts = stack.supervisor.restarts
+                stack.supervisor.check(time.monotonic())
+                if stack.supervisor.restarts != restarts:
+                    stack.save()
             time.sleep(0.5)
         return 0
     except svc.StartError as e:
@@ -370,6 +510,7 @@ def status(args: argparse.Namespace) -> int:
         return 1
     for name, url in state["urls"].items():
         print(f"{name:13} {url}")
+    print(f"{'job restarts':13} {state.get('job_restarts', 0)}")
     if "quorum" in state["urls"]:
         subprocess.run([sys.executable, "-m", "quorum.cli", "describe", "--bootstrap-server",
                         state["urls"]["quorum"].split(",")[0], "--replication", "--human-readable"], cwd=ROOT)
@@ -407,8 +548,8 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("down", help="stop a running stack")
     sub.add_parser("status", help="addresses and the quorum's replication state")
     c = sub.add_parser("chaos", help="disturb the running quorum (see above)")
-    c.add_argument("chaos_action", choices=["stall", "cutoff", "freeze", "kill", "partition-leader", "heal"])
-    c.add_argument("node", nargs="?", type=int, help="node id (for stall, cutoff, freeze, kill)")
+    c.add_argument("chaos_action", choices=[*NODE_ACTIONS, "partition-leader", "heal"])
+    c.add_argument("node", nargs="?", type=int, help=f"node id (for {', '.join(NODE_ACTIONS)})")
     args = p.parse_args(argv)
     return {"up": up, "down": down, "status": status, "chaos": chaos}[args.action](args)
 
