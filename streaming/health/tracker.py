@@ -61,6 +61,7 @@ def new_state(cluster_id: str, topic: str, partition: int) -> dict[str, Any]:
         "incarnation": 0,
         "epoch": -1, "epoch_first_ms": -1, "elections": 0, "epoch_changes": [],
         "leader": -1, "leader_alive_ms": -1, "leader_alive_allowance_ms": 0,
+        "previous_leader": -1,  # the last epoch's leader: a partition that cut it off is named by it
         "leader_changes": 0, "leader_change_times": [],
         "view": None,      # the current leader's view: node, epoch, stamp/q (its clock's now), since, via
         "claims": {},      # str(epoch) -> {str(node): quorum ms of its last claim}
@@ -404,6 +405,8 @@ class QuorumTracker:
         if s["epoch"] >= 0:
             s["elections"] += epoch - s["epoch"]
             s["epoch_changes"] = (s["epoch_changes"] + [t])[-MAX_TIMES_KEPT:]
+        if s["leader"] >= 0:
+            s["previous_leader"] = s["leader"]
         s["epoch"], s["epoch_first_ms"], s["leader"] = epoch, t, -1
         for e in [e for e in s["claims"] if int(e) < epoch - EPOCHS_KEPT]:
             del s["claims"][e]
@@ -657,9 +660,16 @@ class QuorumTracker:
         partition = ""
         if cut_off:
             side_has_majority = len(leader_side) > n_voters // 2
+            previous = s.get("previous_leader", -1)
             if leader_alive and leader_side == [leader] and n_voters > 1:
                 partition = (f"network partition: leader {leader} cut off from every voter ({cut_off} alive); "
                              f"its side has no majority")
+            elif cut_off == [previous] and previous != leader and set(voter_ids) - {previous} <= set(leader_side):
+                # The usual end of a leader cut off from everyone: the others elected a new one
+                # before the job saw the old leader alone (check quorum resigns it soon after).
+                partition = (f"network partition: previous leader {previous} cut off from every voter; "
+                             f"leader {leader}'s side {leader_side} "
+                             f"{'holds' if side_has_majority else 'has no'} majority")
             else:
                 partition = (f"network partition: voters {cut_off} cut off from leader {leader}; its side "
                              f"{leader_side} {'holds' if side_has_majority else 'has no'} majority")

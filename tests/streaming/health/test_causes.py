@@ -152,7 +152,8 @@ def test_a_leader_cut_off_from_everyone_is_a_partition_of_the_leader_then_the_ne
         mon.feed(batch)
     q = mon.quorum()
     assert (q["leader_id"], q["leader_epoch"], q["zombie_leaders"]) == (2, 6, 1)
-    assert q["cut_off_voters"] == "1" and "its side [2, 3] holds majority" in q["reason"]
+    assert q["cut_off_voters"] == "1" and "previous leader 1 cut off from every voter; leader 2's side [2, 3] " \
+        "holds majority" in q["reason"]
     status, cause, reason = cause_of(mon, 1)
     assert (status, cause) == (S.UNREACHABLE, S.PARTITIONED) and "still acting as leader of epoch 5" in reason
     # healed: node 1 follows the new leader; the quorum is healthy again
