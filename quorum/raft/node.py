@@ -753,9 +753,14 @@ class RaftNode:
         st = self.state
         leo = self.log.end_offset()
         part = self._our_partition(req.topics, "topic")
+        # A fetch record speaks for the leader (its leader_id is the node answering): a node that
+        # is not the leader records `not_leader`, whichever error Kafka's order of checks (cluster
+        # id, then epoch, then leadership) puts on the wire. A follower's "fenced" would read as a
+        # second leader of its epoch.
+        leading = isinstance(st, LeaderState)
         if not self._cluster_ok(req.cluster_id):
             if part is not None:
-                self._fetch_event(req, part, "inconsistent_cluster_id", leo)
+                self._fetch_event(req, part, "inconsistent_cluster_id" if leading else "not_leader", leo)
             self._fetch_response(message, Errors.NONE, top_error=Errors.INCONSISTENT_CLUSTER_ID)
             return
         if part is None:
@@ -770,12 +775,12 @@ class RaftNode:
             error, outcome = Errors.FENCED_LEADER_EPOCH, "fenced"
         elif part.current_leader_epoch > st.epoch:
             error, outcome = Errors.UNKNOWN_LEADER_EPOCH, "unknown_leader_epoch"
-        elif not isinstance(st, LeaderState):
+        elif not leading:
             error, outcome = Errors.NOT_LEADER_OR_FOLLOWER, "not_leader"
         else:
             self._leader_handle_fetch(st, message, req, part, leo)
             return
-        self._fetch_event(req, part, outcome, leo)
+        self._fetch_event(req, part, outcome if leading else "not_leader", leo)
         self._fetch_response(message, error, self.high_watermark)
 
     def _leader_handle_fetch(self, st: LeaderState, message: Message, req: FetchRequest,

@@ -43,6 +43,24 @@ def test_fetch_to_non_leader_is_not_leader_or_follower_with_the_known_leader():
     assert ctx.out.events[0].outcome == "not_leader"
 
 
+def test_follower_fences_a_stale_fetch_as_kafka_does_but_records_it_as_not_leader():
+    # KafkaRaftClientTest: a follower checks the request's epoch before its own leadership, so
+    # a fetch of an older epoch gets FENCED_LEADER_EPOCH from it too. Its fetch record must not
+    # name it as the leader answering (the monitor would count a second leader of the epoch).
+    ctx = Ctx(stored=ElectionState(3, leader_id=2, voters=(0, 1, 2)))
+    ctx.fetch_from(1, 0, 0, epoch=2)
+    assert _answer(ctx).error_code == m.Errors.FENCED_LEADER_EPOCH
+    assert [e.outcome for e in ctx.out.events] == ["not_leader"]
+
+
+def test_follower_answers_another_clusters_fetch_inconsistent_and_records_not_leader():
+    ctx = Ctx(stored=ElectionState(3, leader_id=2, voters=(0, 1, 2)))
+    ctx.deliver(1, fetch_request(3, 0, 0, 1, cluster_id="another-cluster"))
+    (resp,) = ctx.sent(m.FetchResponse)
+    assert resp.body.error_code == m.Errors.INCONSISTENT_CLUSTER_ID
+    assert [e.outcome for e in ctx.out.events] == ["not_leader"]
+
+
 def test_consistent_fetch_returns_records_from_fetch_offset():
     ctx = _leader()
     ctx.fetch_from(1, 2, 1)
