@@ -80,11 +80,12 @@ def _new_replica(role: str) -> dict[str, Any]:
     return {"role": role, "dir": None, "leo": -1, "fetch_leader_leo": -1, "last_fetch": -1, "last_caught_up": -1,
             "first_fetch": -1, "own_leo": -1, "diverged_from": -1, "seen_ms": -1, "windows": W.new_windows(),
             "truncations": 0, "truncated_records": 0, "status": None, "sig": None,
-            # evidence for the cause (see _cause): the node's own last record (quorum time), the
-            # leader's last refusal of its fetches, the spacing of its valid fetches (leader
-            # clock, smoothed), a past lag to measure the trend against, its campaigns
-            "own_ms": -1, "own_gap_ms": -1, "rejected": None, "gap_ms": -1, "lag_ref": None, "campaigns": 0,
-            "campaign_epoch": -1}
+            # evidence for the cause (see _cause): the node's own last record and last metrics
+            # (quorum time) and the metrics' spacing, the leader's last refusal of its fetches,
+            # the spacing of its valid fetches (leader clock, smoothed), a past lag to measure
+            # the trend against, its campaigns
+            "own_ms": -1, "periodic_ms": -1, "own_gap_ms": -1, "rejected": None, "gap_ms": -1, "lag_ref": None,
+            "campaigns": 0, "campaign_epoch": -1}
 
 
 class QuorumTracker:
@@ -229,7 +230,7 @@ class QuorumTracker:
             role = "voter" if node in {int(v) for v in voter_set} else "observer"
         r = self._replica(node, role)
         r["seen_ms"] = max(r["seen_ms"], t)
-        self._own_record(r, state, epoch, t)
+        self._own_record(r, state, epoch, t, periodic=True)
         self._own_log_end(node, r, int(rec["log_end_offset"]), t)
         if state == "leader":
             self._claim(node, epoch, t)
@@ -257,7 +258,7 @@ class QuorumTracker:
         self._report(node, epoch, rec["to_state"], leader, t, None)
         r = self.s["replicas"].get(str(node))
         if r is not None:
-            self._own_record(r, rec["to_state"], epoch, t)
+            self._own_record(r, rec["to_state"], epoch, t, periodic=False)
         if rec["to_state"] == "leader":
             self._claim(node, epoch, t)
         else:
@@ -338,13 +339,18 @@ class QuorumTracker:
         self.s["reports"][str(node)] = [epoch, state, leader, t, -1 if hw is None else hw,
                                         prev[4] if prev is not None else -1]
 
-    def _own_record(self, r: dict[str, Any], state: str, epoch: int, t: int) -> None:
+    def _own_record(self, r: dict[str, Any], state: str, epoch: int, t: int, periodic: bool) -> None:
         """A record the node wrote itself: it was alive when it wrote it (a record that came late
-        says so of its own moment, not of now); campaigning counts an election attempt."""
+        says so of its own moment, not of now); campaigning counts an election attempt. Only
+        its periodic records (metrics) set the pace they are expected at: the state changes of
+        a campaign come in bursts between them and would make a slightly late one look fatal."""
         t -= self._late
-        if r["own_ms"] >= 0 and t > r["own_ms"]:
-            gap = t - r["own_ms"]
+        last = r.get("periodic_ms", -1)
+        if periodic and last >= 0 and t > last:
+            gap = t - last
             r["own_gap_ms"] = gap if r["own_gap_ms"] < 0 else (2 * r["own_gap_ms"] + gap) // 3
+        if periodic:
+            r["periodic_ms"] = max(last, t)
         r["own_ms"] = max(r["own_ms"], t)
         if state in CAMPAIGNING and epoch > r["campaign_epoch"]:
             r["campaigns"] += 1

@@ -188,3 +188,26 @@ def test_a_skewed_clock_decides_no_cause(skew_ms):
     script2.mode[3] = "silent"
     mon2.run(script2, 5000)
     assert cause_of(mon2, 3)[:2] == (S.UNREACHABLE, S.DOWN)
+
+
+def test_a_campaigning_voter_whose_metrics_come_late_once_stays_partitioned_not_down():
+    # Seen on real nodes: a cut-off voter's pre-vote rounds write state changes between its
+    # per-second metrics. Those bursts say it is alive; they must not shorten the pace its
+    # records are expected at, or metrics 1.5 s apart once read as the node dying.
+    script, mon = QuorumScript(), Monitor()
+    mon.run(script, 5000)
+    script.mode[3] = "silent"
+    causes = []
+    for second in range(13):
+        for step in range(10):
+            out = script.run(100)
+            if second % 3 == 0 and step in (1, 2):  # a pre-vote round every 3 s, as the node's did
+                to, frm = ("candidate", "unattached") if step == 1 else ("unattached", "candidate")
+                out.append(script.state_change(3, to, from_state=frm, epoch=script.epoch + 1))
+            # metrics at the end of every second, but second 10's come 500 ms late
+            if (step == 9 and second != 10) or (second == 11 and step == 4):
+                out.append(script.metrics(3, state="unattached", leader=-1, epoch=script.epoch + 1))
+            mon.feed(out)
+            causes.append(mon.replica(3)["cause"])
+    assert cause_of(mon, 3)[:2] == (S.UNREACHABLE, S.PARTITIONED)
+    assert S.DOWN not in causes, causes
