@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -307,7 +308,6 @@ class Stack:
         if cluster_id == svc.CLUSTER_ID:
             config["data.dir"] = data_dir
         else:
-            import shutil
             config["data.dir"] = f"{data_dir}-{cluster_id}"
             shutil.rmtree(config["data.dir"], ignore_errors=True)
             shutil.copytree(data_dir, config["data.dir"], ignore=shutil.ignore_patterns("*.sock"))
@@ -372,12 +372,35 @@ def _streaming_job_config(stack: Stack, pushgateway: str) -> Path:
     return path
 
 
+# What one run leaves in its run directory. The embedded broker keeps its topics in memory, so
+# a checkpoint's offsets, the nodes' logs, the pushed verdicts and the stored series of a
+# previous run describe a broker that is gone: the job would plan offsets the new broker never
+# had, and the Pushgateway would serve the old run's last batch time (QuorumMonitorSilent).
+PER_RUN_STATE = ("checkpoints", "dead-letters", "nodes", "logs", "pushgateway.data", "prometheus-data",
+                 "alertmanager-data", "job.yaml", "prometheus.yml", "alertmanager.yml", "control.sock")
+
+
+def _clear_previous_run(run_dir: Path) -> None:
+    """Removes only the names this launcher creates, never anything else in the directory."""
+    found = [name for name in PER_RUN_STATE if (run_dir / name).exists()]
+    if not found:
+        return
+    say(f"clearing the previous run's state in {run_dir} ({', '.join(found)}): the embedded broker kept nothing")
+    for name in found:
+        path = run_dir / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+
+
 def up(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir).resolve()
     stack = Stack(run_dir, args)
     if stack.state_file.exists():
         say(f"a stack seems to run already ({stack.state_file}); `deploy/run-local down` stops it")
         return 1
+    _clear_previous_run(run_dir)
     (run_dir / "logs").mkdir(parents=True, exist_ok=True)
     stopping: list[int] = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(1))
