@@ -1,7 +1,7 @@
 """The whole local stack, end to end, as `deploy/run-local` starts it: real quorum nodes, the
 streaming job, Pushgateway, Prometheus with the alerting rules, Alertmanager.
 
-One stack serves the whole module (it takes a minute to start): first nothing is done for two
+The stack is shared with the other modules of tests/stack (see conftest.py): first nothing is done for two
 minutes and no alert may fire; then a follower is frozen with SIGSTOP and must be reported
 unreachable, with its alert firing within the alert's `for:` plus 10 s, and clear after SIGCONT;
 then the leader is killed and a new leader must show in the metrics within 10 s.
@@ -9,77 +9,11 @@ then the leader is killed and a new leader must show in the metrics within 10 s.
 from __future__ import annotations
 
 import json
-import os
-import re
-import signal
-import subprocess
-import sys
 import time
 import urllib.parse
 import urllib.request
-from pathlib import Path
 
-import pytest
-import yaml
-
-from tests.prometheus_tools import wait_for
-
-ROOT = Path(__file__).resolve().parents[2]
-RULES = yaml.safe_load((ROOT / "alerts" / "quorum-health.rules.yml").read_text())
-START_TIMEOUT_S = 360
-
-
-def rule(name: str) -> dict:
-    return next(r for g in RULES["groups"] for r in g["rules"] if r.get("alert") == name)
-
-
-def seconds(duration: str) -> float:
-    total = 0.0
-    for number, unit in re.findall(r"(\d+)(ms|s|m|h)", duration):
-        total += int(number) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[unit]
-    return total
-
-
-def await_value(what, fn, timeout_s, interval_s=1.0):
-    return wait_for(fn, timeout_s, what, interval_s)
-
-
-def stack_cli(run_dir: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "deploy" / "local_stack.py"), "--run-dir", str(run_dir), *args],
-                          capture_output=True, text=True, timeout=120)
-
-
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    run_dir = tmp_path_factory.mktemp("stack")
-    log = open(run_dir / "launcher.log", "wb")
-    proc = subprocess.Popen([sys.executable, str(ROOT / "deploy" / "local_stack.py"), "--run-dir", str(run_dir)],
-                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        def ready():
-            if proc.poll() is not None:
-                raise AssertionError(f"launcher exited: {(run_dir / 'launcher.log').read_text()[-3000:]}")
-            state = run_dir / "stack.json"
-            return (run_dir / "control.sock").exists() and json.loads(state.read_text())
-        state = await_value("the stack to start", ready, START_TIMEOUT_S)
-        yield run_dir, state
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(90)
-        log.close()
-        leftovers = subprocess.run(["pgrep", "-f", str(run_dir)], capture_output=True, text=True).stdout.split()
-        assert not leftovers, f"processes left behind: {leftovers}"
-
-
-def promql(state, query):
-    url = f"{state['urls']['prometheus']}/api/v1/query?" + urllib.parse.urlencode({"query": query})
-    with urllib.request.urlopen(url, timeout=10) as r:
-        return json.loads(r.read())["data"]["result"]
-
-
-def firing(state, alertname=None):
-    selector = 'alertstate="firing"' + (f',alertname="{alertname}"' if alertname else "")
-    return promql(state, f"ALERTS{{{selector}}}")
+from .conftest import await_value, firing, leader_of, promql, rule, seconds, stack_cli
 
 
 def test_quiet_stack_fires_no_alert_for_two_minutes(stack):
@@ -89,11 +23,6 @@ def test_quiet_stack_fires_no_alert_for_two_minutes(stack):
         assert not firing(state), firing(state)
         time.sleep(5)
     assert promql(state, 'quorum_status{status="healthy"} == 1'), "the quorum should be healthy"
-
-
-def leader_of(state):
-    result = promql(state, "quorum_leader_id")
-    return int(float(result[0]["value"][1])) if result else None
 
 
 def test_frozen_follower_is_unreachable_and_alerts_then_clears(stack):
@@ -136,7 +65,7 @@ def test_killed_leader_is_replaced_within_ten_seconds(stack):
 
 
 def test_every_dashboard_panel_returns_data_from_the_running_stack(stack):
-    """Runs last, so the chaos above has produced alerts, elections and a leader change too."""
+    """Runs after the chaos above, which has produced alerts, elections and a leader change too."""
     from confluent_kafka import Producer
 
     from deploy.dashboard_queries import panel_queries

@@ -1,0 +1,135 @@
+"""One local stack (`deploy/run-local`) for every module of tests/stack: it takes a minute to
+start, so the modules share it, in file order: `test_local_stack` (a quiet stack first, then
+chaos and the dashboard), `test_stack_job_restart` (the supervised job killed mid-batch),
+`test_stack_nodes_causes` (each fault on real nodes and the cause it must get). Every test
+leaves the quorum healed."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.prometheus_tools import wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+RULES = yaml.safe_load((ROOT / "alerts" / "quorum-health.rules.yml").read_text())
+START_TIMEOUT_S = 360
+CLUSTER = "local-quorum"
+
+
+def rule(name: str) -> dict:
+    return next(r for g in RULES["groups"] for r in g["rules"] if r.get("alert") == name)
+
+
+def seconds(duration: str) -> float:
+    total = 0.0
+    for number, unit in re.findall(r"(\d+)(ms|s|m|h)", duration):
+        total += int(number) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[unit]
+    return total
+
+
+def await_value(what, fn, timeout_s, interval_s=1.0):
+    return wait_for(fn, timeout_s, what, interval_s)
+
+
+def stack_cli(run_dir: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "deploy" / "local_stack.py"), "--run-dir", str(run_dir), *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+def chaos(run_dir: Path, *args: str) -> None:
+    out = stack_cli(run_dir, "chaos", *args)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def state_of(run_dir: Path) -> dict:
+    return json.loads((run_dir / "stack.json").read_text())
+
+
+# package scope: the stack stops after the last test here, before the other suites run
+@pytest.fixture(scope="package")
+def stack(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("stack")
+    log = open(run_dir / "launcher.log", "wb")
+    proc = subprocess.Popen([sys.executable, str(ROOT / "deploy" / "local_stack.py"), "--run-dir", str(run_dir)],
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        def ready():
+            if proc.poll() is not None:
+                raise AssertionError(f"launcher exited: {(run_dir / 'launcher.log').read_text()[-3000:]}")
+            state = run_dir / "stack.json"
+            return (run_dir / "control.sock").exists() and json.loads(state.read_text())
+        state = await_value("the stack to start", ready, START_TIMEOUT_S)
+        yield run_dir, state
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(90)
+        log.close()
+        leftovers = subprocess.run(["pgrep", "-f", str(run_dir)], capture_output=True, text=True).stdout.split()
+        assert not leftovers, f"processes left behind: {leftovers}"
+
+
+def promql(state, query):
+    url = f"{state['urls']['prometheus']}/api/v1/query?" + urllib.parse.urlencode({"query": query})
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return json.loads(r.read())["data"]["result"]
+
+
+def promql_range(state, query, start: float, end: float, step: str = "1"):
+    params = {"query": query, "start": str(start), "end": str(end), "step": step}
+    url = f"{state['urls']['prometheus']}/api/v1/query_range?" + urllib.parse.urlencode(params)
+    with urllib.request.urlopen(url, timeout=20) as r:
+        return json.loads(r.read())["data"]["result"]
+
+
+def firing(state, alertname=None):
+    selector = 'alertstate="firing"' + (f',alertname="{alertname}"' if alertname else "")
+    return promql(state, f"ALERTS{{{selector}}}")
+
+
+def leader_of(state):
+    result = promql(state, f'quorum_leader_id{{cluster="{CLUSTER}"}}')
+    return int(float(result[0]["value"][1])) if result else None
+
+
+def await_healthy(state, timeout_s: float = 90) -> None:
+    """The quorum healthy, every voter caught up, and no alert of the stack firing."""
+    def calm():
+        healthy = promql(state, f'quorum_status{{cluster="{CLUSTER}",status="healthy"}} == 1')
+        behind = promql(state, f'quorum_replica_status{{cluster="{CLUSTER}",role="voter",status!="caught_up"}} == 1')
+        alerts = [a for a in firing(state) if a["metric"].get("cluster") in (CLUSTER, None, "_monitor")]
+        return healthy and not behind and not alerts
+    await_value("a healthy quorum with no alert firing", calm, timeout_s)
+
+
+def health_events(state, since_ms: int = 0) -> list[dict]:
+    """Every event on the health topic (read from its start), with its Kafka timestamp."""
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+    consumer = Consumer({"bootstrap.servers": state["urls"]["kafka"], "group.id": "stack-test",
+                         "enable.auto.commit": False, "enable.partition.eof": True})
+    consumer.assign([TopicPartition("quorum-health", 0, 0)])
+    events, deadline = [], time.monotonic() + 30
+    try:
+        while time.monotonic() < deadline:
+            m = consumer.poll(1.0)
+            if m is None:
+                continue
+            if m.error():
+                if m.error().code() == KafkaError._PARTITION_EOF:
+                    break
+                raise AssertionError(m.error())
+            if m.timestamp()[1] >= since_ms:
+                events.append(json.loads(m.value()))
+    finally:
+        consumer.close()
+    return events
