@@ -15,56 +15,11 @@ not inflated by the baseline's heap.
 from __future__ import annotations
 
 import argparse
-import os
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-
-def _children(pid: int) -> list[int]:
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        kids = []
-        try:  # every thread's children: the JVM forks its Python workers from other threads
-            for task in os.listdir(f"/proc/{p}/task"):
-                with open(f"/proc/{p}/task/{task}/children") as f:
-                    kids += [int(k) for k in f.read().split()]
-        except OSError:
-            pass
-        out += kids
-        todo += kids
-    return out
-
-
-def _rss_and_name(pid: int) -> tuple[int, str]:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            fields = dict(line.split(":", 1) for line in f if ":" in line)
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
-        return int(fields.get("VmRSS", "0 kB").split()[0]) * 1024, cmd
-    except OSError:
-        return 0, ""
-
-
-class PeakMemory(threading.Thread):
-    """Peak RSS of the largest Python worker and of the JVM among this process's descendants."""
-
-    def __init__(self):
-        super().__init__(daemon=True)
-        self.python_worker = self.jvm = 0
-        self.stop = threading.Event()
-
-    def run(self) -> None:
-        while not self.stop.wait(0.2):
-            for pid in _children(os.getpid()):
-                rss, cmd = _rss_and_name(pid)
-                if "java" in cmd.split(" ")[0]:
-                    self.jvm = max(self.jvm, rss)
-                elif "pyspark" in cmd or "python" in cmd.split(" ")[0]:
-                    self.python_worker = max(self.python_worker, rss)
+from process_usage import PeakMemory
 
 
 def catch_up(spark, bootstrap: str, topic: str, total: int, checkpoint: Path, per_trigger: int | None) -> dict:
@@ -85,8 +40,7 @@ def catch_up(spark, bootstrap: str, topic: str, total: int, checkpoint: Path, pe
         time.sleep(0.5)
     elapsed = time.perf_counter() - start
     job.stop()
-    peak.stop.set()
-    peak.join()
+    peak.finish()
     return {"elapsed": elapsed, "python_worker": peak.python_worker, "jvm": peak.jvm,
             "done": writer.monitor.input_records_total >= total}
 

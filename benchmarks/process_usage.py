@@ -1,0 +1,100 @@
+"""CPU and resident memory of processes, read from /proc: what a benchmark's job, broker and load
+generator took. Linux only (the benchmarks run where the job's tests run)."""
+from __future__ import annotations
+
+import os
+import threading
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def descendants(pid: int) -> list[int]:
+    """Every descendant of `pid`, through every thread (the JVM forks its Python workers from
+    threads other than its main one)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        kids = []
+        try:
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    kids += [int(k) for k in f.read().split()]
+        except OSError:
+            pass
+        out += kids
+        todo += kids
+    return out
+
+
+def rss_and_command(pid: int) -> tuple[int, str]:
+    """Resident bytes and the command line; (0, "") once the process is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            fields = dict(line.split(":", 1) for line in f if ":" in line)
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        return int(fields.get("VmRSS", "0 kB").split()[0]) * 1024, cmd
+    except OSError:
+        return 0, ""
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of one process so far (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
+    except OSError:
+        return 0.0
+
+
+class TreeCpu:
+    """CPU seconds of a process and its descendants, minus the processes named in `exclude` and
+    theirs (a benchmark's broker and load generator are its children too). A descendant that
+    exits between two readings takes its CPU with it: the figure is a floor."""
+
+    def __init__(self, root: int, exclude=lambda: ()):
+        self.root, self.exclude = root, exclude
+
+    def pids(self) -> list[int]:
+        excluded = set()
+        for pid in self.exclude():
+            if pid:
+                excluded |= {pid, *descendants(pid)}
+        return [p for p in [self.root, *descendants(self.root)] if p not in excluded]
+
+    def seconds(self) -> dict[int, float]:
+        return {pid: cpu_seconds(pid) for pid in self.pids()}
+
+    @staticmethod
+    def used(before: dict[int, float], after: dict[int, float]) -> float:
+        return sum(after[p] - before.get(p, 0.0) for p in after)
+
+
+class PeakMemory(threading.Thread):
+    """Sampled every `interval_s`: the peak RSS of the largest Python worker, of the JVM, and of all
+    of `tree`'s processes together (a `TreeCpu`'s processes, or this process's descendants)."""
+
+    def __init__(self, tree: TreeCpu | None = None, interval_s: float = 0.2):
+        super().__init__(daemon=True)
+        self.tree, self.interval_s = tree, interval_s
+        self.python_worker = self.jvm = self.total = 0
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.wait(self.interval_s):
+            pids = self.tree.pids() if self.tree else descendants(os.getpid())
+            total = 0
+            for pid in pids:
+                rss, cmd = rss_and_command(pid)
+                total += rss
+                if "java" in cmd.split(" ")[0]:
+                    self.jvm = max(self.jvm, rss)
+                elif pid != os.getpid() and ("pyspark" in cmd or "python" in cmd.split(" ")[0]):
+                    self.python_worker = max(self.python_worker, rss)
+            self.total = max(self.total, total)
+
+    def finish(self) -> "PeakMemory":
+        self.stop.set()
+        self.join()
+        return self
