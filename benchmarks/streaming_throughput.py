@@ -1,35 +1,51 @@
-"""Throughput of the streaming job against the ceiling of its source, and detection delay.
+"""The streaming job's sustained throughput, against the ceiling of its source, measured in one run.
 
-Measured in one run, on the embedded broker and `local[2]`:
-  1. raw read: one confluent-kafka consumer reading the whole topic (the source's ceiling);
-  2. source only: the Python data source into a no-op sink (`availableNow`);
-  3. source + decode: the same with contract validation (valid events and dead letters split);
-  4. full job: source -> decode -> health state -> batch writer, until every record is counted;
-  5. detection delay: a live synthetic quorum with a cut-off voter; time from the fault's start
-     to the `unreachable` transition reaching the writer (wall clock and quorum clock).
-Figures are printed as events/s and as ratios to the raw read rate of the same run.
+Every output is on, as in production: dead letters, the Prometheus push (a real Pushgateway) and
+the Kafka health topic. The load is a synthetic workload of `--clusters` clusters x (3 voters + 2
+observers), encoded before each step and published at a fixed rate by the raw producer in a
+process of its own (`paced_load.py`), stamped with the wall clock: a live input, not a backlog.
 
-    python benchmarks/streaming_throughput.py                 # 200 clusters x (3 voters + 2 observers)
-    python benchmarks/streaming_throughput.py --quick         # 20 clusters, a smoke run
+  1. raw read: one confluent-kafka consumer reading a topic of the same records (the ceiling);
+  2. sustained rate, for `local[2]` and then `local[1]`: rates stepped up by `--factor` from
+     `--start-rate`, each for `--step-seconds`, on a fresh topic and checkpoint, until a step
+     fails. A step is sustained when, after `--warmup-seconds`, every micro-batch finishes within
+     its trigger and the input delay (a batch's end minus its newest record's time) stays under
+     two triggers, and the load kept its schedule. Each step prints the job's CPU, its peak RSS
+     (JVM, Python workers and driver together) and the CPU the broker and the generator took;
+  3. detection: every step cuts a voter of cluster 0 off `--warmup-seconds` + 10 s in; the time
+     from the fault to its `unreachable` transition reaching the writer, at the highest sustained
+     `local[2]` step (the goal: within the unreachable threshold + 2 s);
+  4. idle cost: CPU seconds per wall second of the job watching 1 idle quorum, then 200;
+  5. `--drain`: where the time goes, as before: the source alone, source + decode, the full job,
+     each draining a backlog with `availableNow` (start-up included).
+The last line is the summary ("below N events/s" when even the first step was not sustained;
+detection and memory are then the first step's):
+  sustained: N events/s for S s (local[2]), R x the raw read of M events/s in the same run;
+  local[1] K events/s; detection D s; peak RSS P MiB
+
+    python benchmarks/streaming_throughput.py            # 300 s steps: 6 min a step
+    python benchmarks/streaming_throughput.py --quick    # 30 s steps: a smoke run (about 5 min)
 """
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
 import tempfile
-import threading
 import time
+import urllib.request
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
+from paced_load import PacedLoad
+from process_usage import PeakMemory, TreeCpu, cpu_seconds
 
-def job_config(bootstrap: str, topic: str, checkpoint: Path) -> "JobConfig":  # noqa: F821 - imported lazily
-    """The job as measured: the python source from the earliest offset, no outputs but the counts."""
-    from streaming.config import JobConfig
-    return JobConfig.from_dict({
-        "source": {"kind": "python", "bootstrap_servers": bootstrap, "topic": topic, "starting_offsets": "earliest"},
-        "job": {"checkpoint_location": str(checkpoint), "trigger_interval_ms": 1000},
-        "dead_letters": {"enabled": False}, "sink": {"prometheus": {"mode": "off"}}})
+MIB = 1024 * 1024
+TRIGGER_MS = 1000
+CUT_OFF_REPLICA = 2
 
 
 def raw_read_rate(bootstrap: str, topic: str, partitions: int, expected: int) -> float:
@@ -48,11 +64,272 @@ def raw_read_rate(bootstrap: str, topic: str, partitions: int, expected: int) ->
     return n / elapsed
 
 
-def timed_available_now(df, checkpoint: Path) -> float:
-    start = time.perf_counter()
-    q = df.writeStream.format("noop").option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start()
-    q.awaitTermination()
-    return time.perf_counter() - start
+class Pushgateway:
+    """The Debian package's Pushgateway on a free loopback port, for the job's Prometheus push."""
+
+    def __init__(self, workdir: Path):
+        from quorum.embedded_broker import free_port
+        self.url = f"http://127.0.0.1:{free_port()}"
+        self._log = (workdir / "pushgateway.log").open("wb")
+        self._process = subprocess.Popen(
+            ["prometheus-pushgateway", f"--web.listen-address={self.url[7:]}", "--persistence.file="],
+            stdout=self._log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(f"{self.url}/-/ready", timeout=1).read()
+                return
+            except OSError:
+                if time.monotonic() > deadline or self._process.poll() is not None:
+                    raise RuntimeError(f"the Pushgateway did not start (log: {self._log.name})")
+                time.sleep(0.2)
+
+    def stop(self) -> None:
+        self._process.terminate()
+        self._process.wait(10)
+        self._log.close()
+
+
+@dataclass
+class Batch:
+    wall_s: float          # when the batch's progress was reported (its end)
+    duration_ms: int
+    records: int
+    newest_event_ms: int | None
+
+    @property
+    def delay_ms(self) -> float | None:
+        return None if self.newest_event_ms is None else self.wall_s * 1000 - self.newest_event_ms
+
+
+def batch_recorder(query_name: str, batches: list[Batch]):
+    """A listener keeping each micro-batch of the health query: duration, records, newest event."""
+    from pyspark.sql.streaming import StreamingQueryListener
+
+    from streaming.job import INPUT_OBSERVATION
+
+    class Recorder(StreamingQueryListener):
+        def onQueryStarted(self, event):
+            pass
+
+        def onQueryProgress(self, event):
+            p = json.loads(event.progress.json)
+            if p.get("name") != query_name:
+                return
+            observed = (p.get("observedMetrics") or {}).get(INPUT_OBSERVATION) or {}
+            batches.append(Batch(time.time(), int((p.get("durationMs") or {}).get("triggerExecution") or 0),
+                                 int(p.get("numInputRows") or 0), observed.get("newest_event_ms")))
+
+        def onQueryIdle(self, event):
+            pass
+
+        def onQueryTerminated(self, event):
+            pass
+
+    return Recorder()
+
+
+@dataclass
+class Step:
+    master: str
+    target_rate: float
+    clusters: int = 0
+    load: object = None
+    batches: list[Batch] = field(default_factory=list)
+    window: list[Batch] = field(default_factory=list)  # the judged batches
+    job_cpu_s: float = 0.0
+    broker_cpu_s: float = 0.0
+    peak_rss: int = 0
+    measured_s: float = 0.0  # the judged window: from the warm-up's end to the load's end
+    detection_s: float | None = None
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def rate(self) -> float:
+        return self.load.rate if self.load else 0.0
+
+    @property
+    def sustained(self) -> bool:
+        return not self.failures
+
+
+class Bench:
+    def __init__(self, args, tmp: Path, broker, pushgateway: Pushgateway):
+        self.args, self.tmp, self.broker, self.pushgateway = args, tmp, broker, pushgateway
+        self.runs = 0
+
+    def job_config(self, topic: str):
+        from streaming.config import JobConfig
+        self.runs += 1
+        run = self.tmp / f"run-{self.runs}"
+        health_topic = self.broker.create_topic(f"bench-health-{self.runs}", 1)
+        return JobConfig.from_dict({
+            "source": {"kind": "python", "bootstrap_servers": self.broker.bootstrap, "topic": topic,
+                       "starting_offsets": "earliest"},
+            "job": {"checkpoint_location": str(run / "checkpoint"), "trigger_interval_ms": TRIGGER_MS},
+            "dead_letters": {"enabled": True, "path": str(run / "dead-letters")},
+            "sink": {"prometheus": {"mode": "pushgateway", "pushgateway_url": self.pushgateway.url,
+                                    "job": f"bench_{self.runs}"},
+                     "kafka": {"enabled": True, "bootstrap_servers": self.broker.bootstrap, "topic": health_topic}}})
+
+    def start(self, spark, topic: str):
+        """The job as `streaming run` starts it, plus a recorder of batches and of transitions."""
+        from streaming.job import HEALTH_QUERY, start_job
+        from streaming.sinks import make_batch_writer
+        cfg = self.job_config(topic)
+        checkpoint = Path(cfg.job.checkpoint_location)
+        writer = make_batch_writer(cfg.sink, cfg.health, spool_path=str(checkpoint / "health-events-pending.jsonl"),
+                                   dead_letter_dir=cfg.dead_letters.path)
+        transitions: list[tuple[float, dict]] = []
+        apply = writer.snapshot.apply
+
+        def keep(rows):
+            applied = apply(rows)
+            transitions.extend((time.time(), e) for e in applied.events if e["kind"] == "transition")
+            return applied
+        writer.snapshot.apply = keep
+        batches: list[Batch] = []
+        recorder = batch_recorder(HEALTH_QUERY, batches)
+        spark.streams.addListener(recorder)
+        job = start_job(spark, cfg, writer)
+        deadline = time.monotonic() + 120
+        while job.health_query.lastProgress is None:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the job ran no batch in 120 s")
+            time.sleep(0.2)
+        return cfg, job, batches, transitions, recorder
+
+    def clusters_for(self, rate: float) -> int:
+        """`--clusters`, or fewer at low rates: an idle cluster already sends 13 events/s (NoOp
+        fetches and metrics), so each cluster gets at least 20/s and the rate is set by appends."""
+        return max(1, min(self.args.clusters, int(rate // 20)))
+
+    def workload(self, clusters: int, rate: float | None, faults=()):
+        from quorum.synthetic import SyntheticConfig
+        from quorum.synthetic.command import append_interval_for_rate
+        a = self.args
+        interval = append_interval_for_rate(rate, clusters, a.voters, a.observers) if rate else None
+        return SyntheticConfig(clusters=clusters, voters=a.voters, observers=a.observers, seed=7,
+                               append_interval_ms=interval, faults=tuple(faults))
+
+    def step(self, spark, master: str, rate: float) -> Step:
+        from quorum.synthetic import Fault
+        a = self.args
+        step = Step(master, rate)
+        topic = self.broker.create_topic(f"bench-{master[6]}-{int(rate)}", a.partitions)
+        cfg, job, step.batches, transitions, recorder = self.start(spark, topic)
+        fault_ms = int((a.warmup_seconds + 10) * 1000)
+        fault = Fault("cutoff", start_ms=fault_ms, duration_ms=int(a.step_seconds * 1000) - fault_ms,
+                      cluster=0, replica=CUT_OFF_REPLICA)
+        step.clusters = self.clusters_for(rate)
+        load = PacedLoad(self.workload(step.clusters, rate, [fault]), a.step_seconds, self.broker.bootstrap, topic)
+        tree = TreeCpu(os.getpid(), exclude=lambda: (self.broker.pid, load.pid, self.pushgateway._process.pid))
+        load.await_encoded()
+        while time.time() * 1000 < load.start_ms + a.warmup_seconds * 1000:
+            time.sleep(0.05)
+        measured_from = time.time()
+        cpu0, broker0 = tree.seconds(), cpu_seconds(self.broker.pid)
+        peak = PeakMemory(tree, interval_s=0.5)
+        peak.start()
+        step.load = load.await_done()
+        measured_to = time.time()
+        step.measured_s = measured_to - measured_from
+        step.job_cpu_s = TreeCpu.used(cpu0, tree.seconds())
+        step.broker_cpu_s = cpu_seconds(self.broker.pid) - broker0
+        step.peak_rss = peak.finish().total
+        stop_after_input(job, step.load.records)
+        spark.streams.removeListener(recorder)
+        step.window = window = [b for b in step.batches
+                                if measured_from <= b.wall_s <= measured_to + TRIGGER_MS / 1000]
+        slow = [b for b in window if b.duration_ms > TRIGGER_MS]
+        late = [b for b in window if b.delay_ms is not None and b.delay_ms >= 2 * TRIGGER_MS]
+        if not window:
+            step.failures.append("no batch completed in the measured window")
+        if slow:
+            step.failures.append(f"{len(slow)} of {len(window)} batches over the trigger "
+                                 f"(longest {max(b.duration_ms for b in slow)} ms)")
+        if late:
+            step.failures.append(f"input delay >= 2 triggers in {len(late)} batches "
+                                 f"(most {max(b.delay_ms for b in late) / 1000:.1f} s)")
+        if step.load.max_late_ms > TRIGGER_MS or step.load.start_late_ms > 0:
+            step.failures.append(f"the load fell {max(step.load.max_late_ms, step.load.start_late_ms):.0f} ms "
+                                 f"behind its schedule")
+        fault_start_s = (load.start_ms + fault_ms) / 1000
+        flagged = [w for w, e in transitions if e["cluster_id"] == "cluster-0"
+                   and e.get("replica_id") == CUT_OFF_REPLICA and e["status"] == "unreachable" and w >= fault_start_s]
+        step.detection_s = flagged[0] - fault_start_s if flagged else None
+        return step
+
+    def idle_cost(self, spark, clusters: int) -> float:
+        """CPU seconds per wall second of the job watching `clusters` idle quorums."""
+        a = self.args
+        topic = self.broker.create_topic(f"bench-idle-{clusters}", a.partitions)
+        _, job, _, _, recorder = self.start(spark, topic)
+        load = PacedLoad(self.workload(clusters, None), a.warmup_seconds + a.idle_seconds,
+                         self.broker.bootstrap, topic)
+        tree = TreeCpu(os.getpid(), exclude=lambda: (self.broker.pid, load.pid, self.pushgateway._process.pid))
+        load.await_encoded()
+        while time.time() * 1000 < load.start_ms + a.warmup_seconds * 1000:
+            time.sleep(0.05)
+        cpu0, t0 = tree.seconds(), time.perf_counter()
+        load.await_done()
+        used, wall = TreeCpu.used(cpu0, tree.seconds()), time.perf_counter() - t0
+        stop_after_input(job, load.encoded)
+        spark.streams.removeListener(recorder)
+        return used / wall
+
+
+def stop_after_input(job, records: int, patience_s: float = 30) -> None:
+    """Stop once the job has read all `records` (or after `patience_s`): a query stopped in the
+    middle of a batch makes Spark print a StackOverflowError (its check of the interrupted batch's
+    error message), noise that a benchmark need not make."""
+    deadline = time.monotonic() + patience_s
+    while job.writer.monitor.input_records_total < records and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(2 * TRIGGER_MS / 1000)  # the batch after the last records (its delay is judged too)
+    job.stop()
+
+
+def print_step(s: Step) -> None:
+    load = s.load
+    verdict = "sustained" if s.sustained else "NOT sustained: " + "; ".join(s.failures)
+    durations = sorted(b.duration_ms for b in s.window) or [0]
+    delays = [b.delay_ms for b in s.window if b.delay_ms is not None] or [0]
+    detection = f"{s.detection_s:.1f} s" if s.detection_s is not None else "not flagged"
+    print(f"  {s.master} at {s.rate:>9,.0f} events/s ({s.clusters} clusters, {load.records:,} records): {verdict}\n"
+          f"      {len(s.window)} batches judged: median {durations[len(durations) // 2]} ms, "
+          f"longest {durations[-1]} ms, input delay at most {max(delays) / 1000:.1f} s; job CPU {s.job_cpu_s / s.measured_s:.2f} cores, "
+          f"peak RSS {s.peak_rss / MIB:,.0f} MiB; broker CPU {s.broker_cpu_s / s.measured_s:.2f} cores, "
+          f"generator CPU {load.publish_cpu_s / load.publish_wall_s:.2f} cores; detection {detection}", flush=True)
+
+
+def drain_stages(spark, broker, args, tmp: Path, raw: float) -> None:
+    """The older breakdown: each stage draining a backlog of the same workload."""
+    from pyspark.sql import functions as F
+
+    from quorum.synthetic import SyntheticConfig, publish
+    from streaming.decode import check_records, dead_letters, valid_events
+    from streaming.source import open_stream
+
+    def timed(df, checkpoint: Path) -> float:
+        start = time.perf_counter()
+        q = (df.writeStream.format("noop").option("checkpointLocation", str(checkpoint))
+             .trigger(availableNow=True).start())
+        q.awaitTermination()
+        return time.perf_counter() - start
+
+    topic = broker.create_topic("bench-drain", args.partitions)
+    synthetic = SyntheticConfig(clusters=args.clusters, voters=args.voters, observers=args.observers, seed=3)
+    total = publish(synthetic, broker.bootstrap, topic, duration_ms=args.drain_seconds * 1000, speed=0)[0].records
+    options = {"kafka.bootstrap.servers": broker.bootstrap, "subscribe": topic, "startingOffsets": "earliest"}
+    print(f"drain stages ({total:,} records, local[2], start-up included):")
+    elapsed = timed(open_stream(spark, "python", options), tmp / "cp-source")
+    print(f"  source only:     {total / elapsed:>10,.0f} events/s  ({total / elapsed / raw:.3f} x raw)")
+    checked = open_stream(spark, "python", options).transform(check_records())
+    both = checked.transform(valid_events).select(F.lit(1).alias("v")).unionByName(
+        checked.transform(dead_letters).select(F.lit(0).alias("v")))
+    elapsed = timed(both, tmp / "cp-decode")
+    print(f"  source + decode: {total / elapsed:>10,.0f} events/s  ({total / elapsed / raw:.3f} x raw)", flush=True)
 
 
 def main() -> None:
@@ -60,101 +337,85 @@ def main() -> None:
     ap.add_argument("--clusters", type=int, default=200)
     ap.add_argument("--voters", type=int, default=3)
     ap.add_argument("--observers", type=int, default=2)
-    ap.add_argument("--synthetic-seconds", type=int, default=60, help="synthetic time published for throughput")
     ap.add_argument("--partitions", type=int, default=4)
-    ap.add_argument("--quick", action="store_true", help="20 clusters, 20 s: a smoke run")
+    ap.add_argument("--start-rate", type=float, default=100, help="events/s of the first step")
+    ap.add_argument("--factor", type=float, default=1.5, help="each step's rate over the previous one")
+    ap.add_argument("--max-rate", type=float, default=400_000)
+    ap.add_argument("--step-seconds", type=float, default=300, help="load per step (measured after the warm-up)")
+    ap.add_argument("--warmup-seconds", type=float, default=20, help="start of each step left out of the verdict")
+    ap.add_argument("--idle-seconds", type=float, default=60, help="measured idle time per idle-cost run")
+    ap.add_argument("--masters", nargs="+", default=["local[2]", "local[1]"])
+    ap.add_argument("--drain", action="store_true", help="also the drain breakdown by stage")
+    ap.add_argument("--drain-seconds", type=int, default=60, help="synthetic seconds in the drain backlog")
+    ap.add_argument("--spark-conf", nargs="*", default=[], metavar="KEY=VALUE", help="extra Spark settings")
+    ap.add_argument("--quick", action="store_true", help="30 s steps, 15 s idle runs: a smoke run")
     args = ap.parse_args()
     if args.quick:
-        args.clusters, args.synthetic_seconds = 20, 20
-
-    from pyspark.sql import functions as F
+        args.step_seconds, args.warmup_seconds, args.idle_seconds, args.drain_seconds = 30, 10, 15, 10
 
     from quorum.embedded_broker import EmbeddedBroker
-    from quorum.synthetic import Fault, SyntheticConfig, publish
-    from streaming.decode import check_records, dead_letters, valid_events
-    from streaming.job import start_job
-    from streaming.sinks import make_batch_writer
-    from streaming.source import open_stream
+    from quorum.synthetic import SyntheticConfig, publish
+    from streaming.job_logging import spark_conf
     from streaming.spark_session import build_spark
 
     tmp = Path(tempfile.mkdtemp(prefix="streaming-bench-"))
-    spark = build_spark(master="local[2]", app_name="streaming-bench")
-    spark.sparkContext.setLogLevel("ERROR")
-    replicas = args.clusters * (args.voters + args.observers)
+    print(f"workload: {args.clusters} clusters x ({args.voters} voters + {args.observers} observers), "
+          f"{args.partitions} partitions; every output on; steps of {args.step_seconds:.0f} s "
+          f"(first {args.warmup_seconds:.0f} s not judged); work directory {tmp}", flush=True)
     with EmbeddedBroker(log_path=tmp / "broker.log") as broker:
-        topic = broker.create_topic("bench-events", args.partitions)
-        synthetic = SyntheticConfig(clusters=args.clusters, voters=args.voters, observers=args.observers, seed=3)
-        stats, _ = publish(synthetic, broker.bootstrap, topic, duration_ms=args.synthetic_seconds * 1000, speed=0)
-        total = stats.records
-        print(f"topic: {total} records, {args.clusters} clusters, {replicas} replicas, "
-              f"{args.partitions} partitions")
+        pushgateway = Pushgateway(tmp)
+        try:
+            topic = broker.create_topic("bench-raw", args.partitions)
+            synthetic = SyntheticConfig(clusters=args.clusters, voters=args.voters, observers=args.observers,
+                                        seed=3, append_interval_ms=100)
+            total = publish(synthetic, broker.bootstrap, topic, duration_ms=20_000, speed=0)[0].records
+            raw = raw_read_rate(broker.bootstrap, topic, args.partitions, total)
+            print(f"raw confluent-kafka read of {total:,} records: {raw:,.0f} events/s", flush=True)
 
-        raw = raw_read_rate(broker.bootstrap, topic, args.partitions, total)
-        print(f"raw confluent-kafka read:        {raw:>10,.0f} events/s  (1.00)")
+            bench = Bench(args, tmp, broker, pushgateway)
+            best: dict[str, Step | None] = {}
+            lowest: dict[str, Step] = {}
+            idle: dict[int, float] = {}
+            for master in args.masters:
+                spark = build_spark(master=master, app_name=f"streaming-bench-{master}", shuffle_partitions=8,
+                                    extra_conf=spark_conf(dict(a.split("=", 1) for a in args.spark_conf)))
+                spark.sparkContext.setLogLevel("ERROR")
+                if master == "local[2]":  # first, on a fresh JVM
+                    for clusters in (1, args.clusters):
+                        idle[clusters] = bench.idle_cost(spark, clusters)
+                        print(f"  idle: {clusters} quorum(s), the job takes {idle[clusters]:.2f} CPU s per s",
+                              flush=True)
+                if args.drain and master == "local[2]":
+                    drain_stages(spark, broker, args, tmp, raw)
+                print(f"{master}: rates from {args.start_rate:,.0f} events/s, x {args.factor} per step", flush=True)
+                best[master], rate = None, args.start_rate
+                while rate <= args.max_rate:
+                    step = bench.step(spark, master, rate)
+                    lowest.setdefault(master, step)
+                    print_step(step)
+                    if not step.sustained:
+                        break
+                    best[master], rate = step, rate * args.factor
+                spark.stop()
+        finally:
+            pushgateway.stop()
 
-        options = {"kafka.bootstrap.servers": broker.bootstrap, "subscribe": topic, "startingOffsets": "earliest"}
-        elapsed = timed_available_now(open_stream(spark, "python", options), tmp / "cp-source")
-        print(f"source only (availableNow):      {total / elapsed:>10,.0f} events/s  ({total / elapsed / raw:.2f})")
-        checked = open_stream(spark, "python", options).transform(check_records())
-        both = checked.transform(valid_events).select(F.lit(1).alias("v")).unionByName(
-            checked.transform(dead_letters).select(F.lit(0).alias("v")))
-        elapsed = timed_available_now(both, tmp / "cp-decode")
-        print(f"source + decode (availableNow):  {total / elapsed:>10,.0f} events/s  ({total / elapsed / raw:.2f})")
+    two, one = best.get("local[2]"), best.get("local[1]")
+    if two and one:
+        print(f"local[2] / local[1]: {two.rate / one.rate:.2f} x (goal >= 1.7)")
+    if idle:
+        print("idle cost: " + ", ".join(f"{n} quorum(s) {cost:.2f} CPU s per s" for n, cost in idle.items()))
 
-        cfg = job_config(broker.bootstrap, topic, tmp / "cp-job")
-        writer = make_batch_writer(cfg.sink, cfg.health)
-        start = time.perf_counter()
-        job = start_job(spark, cfg, writer)
-        first_batch = None
-        while writer.monitor.input_records_total < total and time.perf_counter() - start < 1800:
-            if first_batch is None and job.health_query.lastProgress is not None:
-                first_batch = time.perf_counter()
-            time.sleep(0.2)
-        elapsed = time.perf_counter() - start
-        job.stop()
-        print(f"full job (first start to all):   {total / elapsed:>10,.0f} events/s  ({total / elapsed / raw:.2f})"
-              f"  [{elapsed:.1f} s incl. start-up]")
-
-        # Detection delay: a live quorum (real-time pace), one voter cut off.
-        live_topic = broker.create_topic("bench-live", args.partitions)
-        cfg = job_config(broker.bootstrap, live_topic, tmp / "cp-live")
-        writer = make_batch_writer(cfg.sink, cfg.health)
-        seen: list[tuple[float, dict]] = []
-        apply = writer.snapshot.apply
-
-        def keep(rows):
-            applied = apply(rows)
-            seen.extend((time.time(), e) for e in applied.events)
-            return applied
-        writer.snapshot.apply = keep
-        job = start_job(spark, cfg, writer)
-        while job.health_query.lastProgress is None:
-            time.sleep(0.2)
-        start_ms = int(time.time() * 1000)
-        fault = Fault("cutoff", start_ms=5000, duration_ms=15000, cluster=0, replica=2)
-        live = SyntheticConfig(clusters=min(args.clusters, 20), voters=args.voters, observers=args.observers,
-                               seed=5, start_ms=start_ms, faults=(fault,))
-        t = threading.Thread(target=publish, args=(live, broker.bootstrap, live_topic, 25_000, 1.0), daemon=True)
-        t.start()
-        t.join()
-        deadline = time.time() + 30
-        flagged = []
-        while not flagged and time.time() < deadline:
-            flagged = [(w, e) for w, e in seen if e["kind"] == "transition" and e["cluster_id"] == "cluster-0"
-                       and e["replica_id"] == 2 and e["status"] == "unreachable"]
-            time.sleep(0.2)
-        job.stop()
-        fault_start = start_ms + fault.start_ms
-        if flagged:
-            wall, event = flagged[0]
-            print(f"detection delay (cutoff -> unreachable): {wall - fault_start / 1000:.1f} s wall, "
-                  f"{(event['now_ms'] - fault_start) / 1000:.1f} s quorum clock "
-                  f"(threshold {cfg.health.unreachable_after_ms / 1000:.1f} s, trigger "
-                  f"{cfg.job.trigger_interval_ms / 1000:.1f} s)")
-        else:
-            print("detection delay: the cut-off voter was not flagged within 30 s of the run's end")
-    spark.stop()
-
+    def rate(master: str) -> str:
+        if best.get(master):
+            return f"{best[master].rate:,.0f} events/s"
+        return f"below {lowest[master].rate:,.0f} events/s" if master in lowest else "not measured"
+    shown = two or lowest.get("local[2]")  # detection and memory at the highest sustained step, else the lowest
+    detection = f"{shown.detection_s:.1f} s" if shown and shown.detection_s is not None else "n/a"
+    print(f"sustained: {rate('local[2]')} for {args.step_seconds:.0f} s (local[2]), "
+          f"{(two.rate if two else 0) / raw:.3f} x the raw read of {raw:,.0f} events/s in the same run; "
+          f"local[1] {rate('local[1]')}; detection {detection}; "
+          f"peak RSS {(shown.peak_rss if shown else 0) / MIB:,.0f} MiB")
 
 if __name__ == "__main__":
     main()
