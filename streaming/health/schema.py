@@ -3,7 +3,8 @@
 Every evaluation of a quorum (on input or on a timer tick) emits its `quorum` row, and a
 `replica` row for each replica whose shown values changed. Events ride along: `transition` (a
 replica's or the quorum's status changed, with the replica's `cause`), `cause` (a replica's
-status stayed but its cause changed, e.g. `unknown` -> `partitioned` as evidence came in), `window` (a caught-up, lagging or
+status stayed but its cause changed, e.g. `unknown` -> `partitioned` as evidence came in; or the
+quorum's: `network_partition` while its reason names one, null otherwise), `window` (a caught-up, lagging or
 unknown interval of a replica closed: the caught-up windows, one row per interval; the open
 intervals stay in state and give `caught_up_ratio`), `truncation` (a replica's log end offset went
 backwards), `forget` (the quorum or a replica was dropped from state, so sinks remove its series),

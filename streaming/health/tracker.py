@@ -50,6 +50,7 @@ MAX_TIMES_KEPT = 64
 EPOCHS_KEPT = 8
 ZERO_DIRECTORY_ID = "AAAAAAAAAAAAAAAAAAAAAA"  # Kafka's zero UUID, base64url: directory id unknown
 COLLECTOR = "collector"
+NETWORK_PARTITION = "network_partition"  # the quorum's cause while its reason names a partition
 
 
 def new_state(cluster_id: str, topic: str, partition: int) -> dict[str, Any]:
@@ -715,7 +716,10 @@ class QuorumTracker:
                 reason = f"leader {leader} heard through its followers (its own records do not arrive)"
         if status is not None:
             holder = {"status": s["status"]}
-            self._settle(holder, status, reason, now_ms, silent, "quorum", None, hold=True)
+            # A partition named while the status stays (degraded before, degraded now) is news to
+            # an operator: the quorum's cause, so that its change is an event of its own.
+            cause = NETWORK_PARTITION if partition and reason == partition else None
+            self._settle(holder, status, reason, now_ms, silent, "quorum", None, hold=True, cause=cause)
             s["status"] = holder["status"]
 
         if emit_snapshot and s["status"] is not None:
@@ -862,9 +866,10 @@ class QuorumTracker:
                                 "cause": cause}
             return
         if candidate == cur["status"]:
-            if rid is not None and cause != cur.get("cause") and candidate != S.CAUGHT_UP:
-                # Same status, a better-told reason (unknown -> partitioned as evidence comes in).
-                self._event("cause", replica_id=rid, role=holder["role"], now_ms=now_ms, status=candidate,
+            if cause != cur.get("cause") and candidate not in (S.CAUGHT_UP, S.HEALTHY):
+                # Same status, a better-told reason (unknown -> partitioned as evidence comes in;
+                # a quorum degraded before and now because of a network partition).
+                self._event("cause", replica_id=rid, role=holder.get("role"), now_ms=now_ms, status=candidate,
                             cause=cause, previous_cause=cur.get("cause"), reason=reason)
             cur["reason"], cur["pending_since"], cur["cause"] = reason, -1, cause
             return

@@ -211,3 +211,27 @@ def test_a_campaigning_voter_whose_metrics_come_late_once_stays_partitioned_not_
             causes.append(mon.replica(3)["cause"])
     assert cause_of(mon, 3)[:2] == (S.UNREACHABLE, S.PARTITIONED)
     assert S.DOWN not in causes, causes
+
+
+def test_a_partition_named_while_the_quorum_stays_degraded_is_an_event_of_its_own():
+    # Seen on the local stack: a cut-off leader's successor showed the old leader behind, then
+    # partitioned; the quorum was degraded throughout, so the partition never reached the health
+    # topic. Its appearance and its end are `cause` events of the quorum.
+    script, mon = QuorumScript(voters=(1, 2, 3, 4, 5)), Monitor()
+    mon.run(script, 5000)
+    script.mode[5] = "stuck"
+    mon.run(script, 15_000)
+    q = mon.quorum()
+    assert q["status"] == S.DEGRADED and not q["network_partition"], q["reason"]
+    mon.feed(cut_off(script, 3, 5000, state="candidate"))
+    q = mon.quorum()
+    assert q["status"] == S.DEGRADED and q["network_partition"], q["reason"]
+    [event] = [e for e in mon.events("cause") if e.get("replica_id") is None]
+    assert (event["cause"], event["previous_cause"], event["status"]) == ("network_partition", None, S.DEGRADED)
+    assert "network partition: voters [3] cut off from leader 1" in event["reason"]
+    script.mode[3] = "follow"
+    mon.run(script, 10_000)
+    q = mon.quorum()
+    assert q["status"] == S.DEGRADED and not q["network_partition"], q["reason"]
+    ended = [e for e in mon.events("cause") if e.get("replica_id") is None][1:]
+    assert [(e["previous_cause"], e["cause"]) for e in ended] == [("network_partition", None)]
