@@ -159,9 +159,18 @@ class StandaloneCluster:
     # --- what runs where ---------------------------------------------------------------------------
 
     def state(self) -> dict:
-        """The master's view (its web UI's /json/): workers, applications."""
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.webui_port}/json/", timeout=5) as response:
-            return json.loads(response.read())
+        """The master's view (its web UI's /json/): workers, applications. A master still starting
+        its web UI may answer /json/ with its HTML page: asked again until it gives JSON."""
+        deadline = time.monotonic() + 30
+        while True:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.webui_port}/json/", timeout=5) as response:
+                body = response.read()
+            try:
+                return json.loads(body)
+            except ValueError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the master's /json/ gives no JSON: {body[:200]!r}") from None
+                time.sleep(0.5)
 
     def alive_workers(self) -> list[dict]:
         return [w for w in self.state()["workers"] if w["state"] == "ALIVE"]

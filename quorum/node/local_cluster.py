@@ -139,6 +139,21 @@ class Cluster:
     def wait_leader(self, timeout_s: float = 15, among: list[int] | None = None) -> int:
         return self.wait_for(lambda: self.leader(among), timeout_s, "a leader")
 
+    def wait_every_replica_caught_up(self, leader: int, timeout_s: float = 10, within_ms: int = 0) -> None:
+        """DescribeQuorum lists an observer, and gives a follower its fetch and caught-up times, only
+        once that replica has fetched from the current leader: wait for it rather than assume it.
+        With `within_ms`, every replica must also have been caught up that recently (a node that
+        has just started may still be copying the log)."""
+        def caught_up():
+            p = self.describe_direct(leader)["topics"][0]["partitions"][0]
+            replicas = p["current_voters"] + p["observers"]
+            now_ms = time.time() * 1000
+            return (sorted(r["replica_id"] for r in replicas) == self.ids
+                    and all(r["last_fetch_timestamp"] > 0 and r["last_caught_up_timestamp"] > 0
+                            and (not within_ms or now_ms - r["last_caught_up_timestamp"] < within_ms)
+                            for r in replicas))
+        self.wait_for(caught_up, timeout_s, f"every replica to have fetched from leader {leader} and caught up", 0.1)
+
     def bootstrap(self, i: int) -> str:
         return f"127.0.0.1:{self.ports[i]}"
 

@@ -48,6 +48,8 @@ def test_a_healthy_quorum_polled_every_second_gives_nothing_then_a_leaderless_on
     polls = SOAK_S + AFTER_S
     try:
         leader = c.wait_leader()
+        # a healthy quorum: the observer, started with the others, may still be copying the log
+        c.wait_every_replica_caught_up(leader, timeout_s=30, within_ms=1000)
         survivor = next(i for i in c.voter_ids if i != leader)
         collector = subprocess.Popen(
             [sys.executable, "-m", "quorum.cli", "collect", "--bootstrap-server", c.bootstrap(survivor),

@@ -21,17 +21,6 @@ def replica(result: dict, node: int) -> dict:
     raise AssertionError(f"replica {node} not in {p}")
 
 
-def await_every_replica_heard(c: Cluster, leader: int) -> None:
-    """DescribeQuorum lists an observer, and gives a follower its fetch and caught-up times, only
-    once that replica has fetched from the current leader: wait for it rather than assume it."""
-    def heard():
-        p = c.describe_direct(leader)["topics"][0]["partitions"][0]
-        replicas = p["current_voters"] + p["observers"]
-        return (sorted(r["replica_id"] for r in replicas) == c.ids
-                and all(r["last_fetch_timestamp"] > 0 and r["last_caught_up_timestamp"] > 0 for r in replicas))
-    c.wait_for(heard, 10, f"every replica to have fetched from leader {leader} and caught up", 0.1)
-
-
 @pytest.fixture
 def fast_cluster(tmp_path):
     c = Cluster(tmp_path, voters=3, observers=1, settings=FAST)
@@ -48,7 +37,7 @@ def test_leader_elected_commits_and_every_node_answers_describe_quorum(fast_clus
     offsets = c.append(follower, [b"a", b"b", b"c"])          # sent to a follower: redirected
     assert offsets == sorted(offsets) and len(set(offsets)) == 3
     assert c.control(follower, op="clear")["faults"]["slow_disk_ms"] == 0
-    await_every_replica_heard(c, leader)
+    c.wait_every_replica_caught_up(leader)
     for node in c.ids:                                          # non-leaders forward to the leader
         result = c.describe(node)
         p = result["topics"][0]["partitions"][0]
@@ -66,7 +55,7 @@ def test_operator_commands_against_a_running_quorum(fast_cluster, capsys):
     observer = 4
     assert main(["append", "--bootstrap-server", c.bootstrap(observer), "one", "two"]) == 0
     assert "committed offsets" in capsys.readouterr().out
-    await_every_replica_heard(c, leader)
+    c.wait_every_replica_caught_up(leader)
     assert main(["describe", "--bootstrap-server", c.bootstrap(observer), "--status"]) == 0
     status = dict(line.split(":", 1) for line in capsys.readouterr().out.splitlines())
     assert status["ClusterId"].strip() == "test-cluster" and int(status["LeaderId"]) == leader
@@ -122,7 +111,7 @@ def test_throttled_follower_keeps_fetching_but_falls_behind_then_catches_up(fast
     c = fast_cluster
     leader = c.wait_leader()
     follower = next(i for i in c.voter_ids if i != leader)
-    await_every_replica_heard(c, leader)
+    c.wait_every_replica_caught_up(leader)
     assert c.control(follower, op="throttle", records_per_s=1)["faults"]["throttle_records_per_s"] == 1
     throttled_at_ms = time.time() * 1000
     samples = []
