@@ -75,9 +75,11 @@ class QuorumScript:
                 "voters": [state(v) for v in self.voters], "observers": [state(o) for o in self.observers],
                 "source": "broker:9092", "poll_interval_ms": interval_ms, "latency_ms": 3, "answered_by": self.leader}
 
-    def poll_error(self, *, error="NOT_LEADER_OR_FOLLOWER", code=6, interval_ms=1000) -> dict[str, Any]:
+    def poll_error(self, *, error="NOT_LEADER_OR_FOLLOWER", code=6, interval_ms=1000,
+                   collector_skew: int = 0) -> dict[str, Any]:
+        """A failed poll, stamped by the same (skewed) collector clock as its snapshots."""
         return {"type": "quorum_poll_error", "version": 1, "cluster_id": self.cluster, "topic": TOPIC,
-                "partition": PARTITION, "time_ms": self.t, "source": "broker:9092", "poll_interval_ms": interval_ms,
+                "partition": PARTITION, "time_ms": self.t + collector_skew, "source": "broker:9092", "poll_interval_ms": interval_ms,
                 "latency_ms": 5, "error_code": code, "error": error, "answered_by": 2, "leader_id": -1,
                 "leader_epoch": -1}
 
