@@ -131,6 +131,8 @@ class RunningJob:
 
 
 def start_job(spark: SparkSession, cfg: JobConfig, writer: HealthBatchWriter | None = None) -> RunningJob:
+    from streaming.spark_session import use_local_checkpoint_manager
+    use_local_checkpoint_manager(spark, cfg.job.checkpoint_location)
     checkpoint = Path(cfg.job.checkpoint_location)
     # Spark keeps the checkpoint's number of state partitions: say so when the config differs.
     check_state_partitions(spark, str(checkpoint / "health"), cfg.spark.shuffle_partitions)
