@@ -355,6 +355,7 @@ def main() -> None:
 
     from quorum.embedded_broker import EmbeddedBroker
     from quorum.synthetic import SyntheticConfig, publish
+    from streaming.config import JobConfig
     from streaming.job_logging import spark_conf
     from streaming.spark_session import build_spark
 
@@ -377,7 +378,9 @@ def main() -> None:
             lowest: dict[str, Step] = {}
             idle: dict[int, float] = {}
             for master in args.masters:
-                spark = build_spark(master=master, app_name=f"streaming-bench-{master}", shuffle_partitions=8,
+                # the job's default state partitions on this master (auto: local[N] takes N)
+                spark = build_spark(master=master, app_name=f"streaming-bench-{master}",
+                                    shuffle_partitions=JobConfig().spark.state_partitions(master),
                                     extra_conf=spark_conf(dict(a.split("=", 1) for a in args.spark_conf)))
                 spark.sparkContext.setLogLevel("ERROR")
                 if master == "local[2]":  # first, on a fresh JVM

@@ -30,16 +30,42 @@ class SparkConfig:
     master: str = "local[*]"
     app_name: str = "quorum-health"
     # State store partitions, the most cores the health stage can use: Spark freezes the number
-    # into the checkpoint. 8 costs a small cluster about what 2 does per micro-batch; 16 adds about
-    # 1 s per batch on 2 cores and 32 about 2.5 s (benchmarks/state_partitions.py, docs/deployment.md).
-    shuffle_partitions: int = 8
+    # into a new checkpoint. Every partition costs each micro-batch a task, idle or not, so
+    # `auto` takes no more than can run at once in local mode (local[N]: N, local[*]: the
+    # machine's cores, at most 8) and 8 on a cluster, room to grow (benchmarks/state_partitions.py,
+    # docs/deployment.md).
+    shuffle_partitions: int | str = "auto"
     conf: dict = field(default_factory=dict)  # any other spark.* setting, verbatim
 
     def __post_init__(self) -> None:
         if not self.master:
             raise ConfigError("master: must not be empty")
-        if self.shuffle_partitions < 1:
-            raise ConfigError(f"shuffle_partitions: must be >= 1 (got {self.shuffle_partitions})")
+        if self.shuffle_partitions != "auto" and (isinstance(self.shuffle_partitions, str)
+                                                  or self.shuffle_partitions < 1):
+            raise ConfigError(f"shuffle_partitions: must be >= 1 or auto (got {self.shuffle_partitions!r})")
+
+    def state_partitions(self, master: str) -> int:
+        """The number of state partitions for a new checkpoint on `master`."""
+        if self.shuffle_partitions != "auto":
+            return int(self.shuffle_partitions)
+        return auto_state_partitions(master)
+
+
+CLUSTER_STATE_PARTITIONS = 8
+
+
+def auto_state_partitions(master: str) -> int:
+    """local[N] (and local[N,F]): N; local and local[*]: this machine's cores; at most 8. A
+    cluster: 8, so that executors added later still get a share of the health stage."""
+    import os
+    import re
+    if master == "local":
+        return 1
+    m = re.fullmatch(r"local\[(\d+|\*)(?:,\d+)?\]", master)
+    if m is None:
+        return CLUSTER_STATE_PARTITIONS
+    cores = (os.cpu_count() or 1) if m.group(1) == "*" else int(m.group(1))
+    return max(1, min(cores, CLUSTER_STATE_PARTITIONS))
 
 
 @dataclass(frozen=True)

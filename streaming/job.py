@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,15 +39,13 @@ INPUT_OBSERVATION = "quorum_input"
 
 def session_for(cfg: JobConfig) -> SparkSession:
     """The Spark session the config asks for; under spark-submit, its --master is kept."""
-    from streaming.spark_session import build_spark, prepare_environment
+    from streaming.spark_session import build_spark, prepare_environment, submitted_master
     prepare_environment()
-    master = cfg.spark.master
-    if "PYSPARK_GATEWAY_PORT" in os.environ:  # launched by spark-submit: the JVM already has a master
-        from pyspark import SparkConf
-        master = SparkConf().get("spark.master", master)
+    # launched by spark-submit, the JVM already has a master
+    master = submitted_master() or cfg.spark.master
     conf = spark_conf({str(k): str(v) for k, v in cfg.spark.conf.items()})
-    return build_spark(master=master, app_name=cfg.spark.app_name, shuffle_partitions=cfg.spark.shuffle_partitions,
-                       extra_conf=conf)
+    return build_spark(master=master, app_name=cfg.spark.app_name,
+                       shuffle_partitions=cfg.spark.state_partitions(master), extra_conf=conf)
 
 
 def checked_events(spark: SparkSession, cfg: JobConfig) -> DataFrame:
@@ -135,7 +132,7 @@ def start_job(spark: SparkSession, cfg: JobConfig, writer: HealthBatchWriter | N
     use_local_checkpoint_manager(spark, cfg.job.checkpoint_location)
     checkpoint = Path(cfg.job.checkpoint_location)
     # Spark keeps the checkpoint's number of state partitions: say so when the config differs.
-    check_state_partitions(spark, str(checkpoint / "health"), cfg.spark.shuffle_partitions)
+    check_state_partitions(spark, str(checkpoint / "health"), int(spark.conf.get("spark.sql.shuffle.partitions")))
     writer = writer or make_batch_writer(
         cfg.sink, cfg.health, spool_path=str(checkpoint / "health-events-pending.jsonl"),
         dead_letter_dir=cfg.dead_letters.path if cfg.dead_letters.enabled else None)

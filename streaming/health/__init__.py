@@ -5,10 +5,10 @@ Entry point for the job: `build_health_stream(events_df, health_cfg)`.
 from __future__ import annotations
 
 from .config import ConfigError, HealthConfig
-from .schema import HEALTH_COLUMNS, HEALTH_SCHEMA, INPUT_COLUMNS, KEY_COLUMNS, KINDS
+from .schema import HEALTH_COLUMNS, HEALTH_SCHEMA, INPUT_COLUMNS, KEY_COLUMNS, KINDS, RECORD_JSON
 from .statuses import QUORUM_STATUSES, REPLICA_STATUSES
 
-__all__ = ["build_health_stream", "health_input", "HealthConfig", "ConfigError", "HEALTH_SCHEMA", "HEALTH_COLUMNS", "KINDS",
+__all__ = ["build_health_stream", "health_input", "packed_input", "HealthConfig", "ConfigError", "HEALTH_SCHEMA", "HEALTH_COLUMNS", "KINDS",
            "REPLICA_STATUSES", "QUORUM_STATUSES"]
 
 
@@ -22,6 +22,15 @@ def health_input(events_df):
     for c in KEY_COLUMNS + ["time_ms", "type"]:
         usable = usable & F.col(c).isNotNull()
     return events_df.select(*present).where(usable)
+
+
+def packed_input(events_df):
+    """`health_input`, each record packed into one JSON column next to its quorum key
+    (`PACKED_COLUMNS`): the shape the processor receives (see schema.RECORD_JSON for why)."""
+    from pyspark.sql import functions as F
+    usable = health_input(events_df)
+    record = F.to_json(F.struct(*usable.columns), {"ignoreNullFields": "true"})
+    return usable.select(*KEY_COLUMNS, record.alias(RECORD_JSON))
 
 
 def build_health_stream(events_df, health_cfg: HealthConfig, api: str | None = None):
@@ -44,7 +53,7 @@ def build_health_stream(events_df, health_cfg: HealthConfig, api: str | None = N
     """
     from .processor import HEALTH_API, QuorumHealthPandasProcessor, QuorumHealthRowProcessor
     api = api or HEALTH_API
-    grouped = health_input(events_df).groupBy(*KEY_COLUMNS)
+    grouped = packed_input(events_df).groupBy(*KEY_COLUMNS)
     if api == "pandas":
         return grouped.transformWithStateInPandas(
             statefulProcessor=QuorumHealthPandasProcessor(health_cfg), outputStructType=HEALTH_SCHEMA,

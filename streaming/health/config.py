@@ -50,7 +50,10 @@ def config_from_dict(cls: type[C], d: Mapping[str, Any] | None, section: str) ->
 
 
 def _type_ok(expected: str, value: Any) -> bool:
-    # Dataclass annotations are strings under `from __future__ import annotations`.
+    # Dataclass annotations are strings under `from __future__ import annotations`; a union
+    # ("int | str") takes a value of any of its types.
+    if "|" in expected:
+        return any(_type_ok(part.strip(), value) for part in expected.split("|") if part.strip() != "None")
     if expected.startswith("int"):
         return isinstance(value, int) and not isinstance(value, bool)
     if expected.startswith("float"):

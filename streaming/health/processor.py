@@ -37,7 +37,7 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 
 from .clocks import anchor_processing
 from .config import HealthConfig
-from .schema import HEALTH_COLUMNS
+from .schema import HEALTH_COLUMNS, RECORD_JSON, unpack_record
 from .tracker import QuorumTracker, new_state
 
 STATE_SCHEMA = "json STRING"
@@ -158,8 +158,9 @@ class QuorumHealthPandasProcessor(_QuorumHealthProcessor):
     @staticmethod
     def _chunks(frames) -> Iterator[list[dict[str, Any]]]:
         for pdf in frames:
-            for start in range(0, len(pdf), CHUNK_RECORDS):
-                yield pdf.iloc[start:start + CHUNK_RECORDS].to_dict("records")
+            texts = pdf[RECORD_JSON].tolist()
+            for start in range(0, len(texts), CHUNK_RECORDS):
+                yield [unpack_record(t) for t in texts[start:start + CHUNK_RECORDS]]
 
     @staticmethod
     def _emit(out: list[dict[str, Any]]):
@@ -174,7 +175,7 @@ class QuorumHealthRowProcessor(_QuorumHealthProcessor):
     @staticmethod
     def _chunks(rows) -> Iterator[list[dict[str, Any]]]:
         rows = iter(rows)
-        while chunk := [r.asDict(recursive=True) for r in islice(rows, CHUNK_RECORDS)]:
+        while chunk := [unpack_record(r[RECORD_JSON]) for r in islice(rows, CHUNK_RECORDS)]:
             yield chunk
 
     @staticmethod

@@ -2,14 +2,16 @@
 over a static DataFrame (transformWithState runs in batch queries too: input handlers only)."""
 from __future__ import annotations
 
+import json
+
 import pytest
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
 from quorum.events import envelope_spark_schema
-from streaming.health import build_health_stream, health_input
+from streaming.health import build_health_stream, health_input, packed_input
 from streaming.health.config import HealthConfig
-from streaming.health.schema import INPUT_COLUMNS
+from streaming.health.schema import INPUT_COLUMNS, PACKED_COLUMNS, RECORD_JSON, unpack_record
 
 from .quorum_script import QuorumScript
 
@@ -32,6 +34,27 @@ def test_health_input_keeps_the_processor_columns_of_placeable_records(spark):
     expected = events_frame(spark, good).select(*present)
     assert actual.columns == present
     assert_df_equality(actual, expected, ignore_row_order=True)
+
+
+def test_the_packed_record_unpacks_to_what_the_columns_held(spark):
+    # the processor receives each record as one JSON text (Spark's to_json): unpacked, it must be
+    # the record the columns held, every input column present, for every record type
+    script = QuorumScript()
+    records = script.run(3000) + [script.snapshot(), dict(script.poll_error(), leader_id=None)]
+    snapshot = records[-2]
+    snapshot["voters"][0]["directory_id"] = "SuG--fJgSXqfHAu0xLN_vg"  # one known, the others null
+    frame = events_frame(spark, records)
+    columns = [r.asDict(recursive=True) for r in health_input(frame).collect()]
+    packed = packed_input(frame).collect()
+    assert packed[0].asDict().keys() == set(PACKED_COLUMNS)
+    unpacked = [unpack_record(r[RECORD_JSON]) for r in packed]
+    assert {r["type"] for r in unpacked} == {"fetch", "metrics", "quorum_snapshot", "quorum_poll_error"}
+    present = [c for c in INPUT_COLUMNS if c in frame.columns]
+    assert all(r.keys() == set(INPUT_COLUMNS) for r in unpacked)
+
+    def in_order(rows):
+        return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True))
+    assert in_order([{c: r[c] for c in present} for r in unpacked]) == in_order(columns)
 
 
 @pytest.mark.parametrize("api", ["pandas", "row"])

@@ -13,7 +13,8 @@ from pyspark.sql.streaming.tws_tester import TwsTester
 from streaming.health import statuses as S
 from streaming.health.config import HealthConfig
 from streaming.health.processor import QuorumHealthPandasProcessor, QuorumHealthRowProcessor
-from streaming.health.schema import HEALTH_COLUMNS, INPUT_COLUMNS
+from streaming.health.schema import (HEALTH_COLUMNS, INPUT_COLUMNS, KEY_COLUMNS, PACKED_COLUMNS, RECORD_JSON,
+                                     pack_record)
 
 from .quorum_script import KEY, QuorumScript
 
@@ -34,10 +35,12 @@ class Harness:
         return [r.asDict() for r in out]
 
     def feed(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        records = [{c: r.get(c) for c in INPUT_COLUMNS} for r in records]
+        """The records as the processor receives them: key columns and the packed record."""
+        packed = [dict(zip(KEY_COLUMNS, KEY), **{RECORD_JSON: pack_record({c: r.get(c) for c in INPUT_COLUMNS})})
+                  for r in records]
         if self.api == "pandas":
-            return self._rows(self.tester.testInPandas(KEY, pd.DataFrame(records, columns=INPUT_COLUMNS)))
-        return self._rows(self.tester.test(KEY, [Row(**r) for r in records]))
+            return self._rows(self.tester.testInPandas(KEY, pd.DataFrame(packed, columns=PACKED_COLUMNS)))
+        return self._rows(self.tester.test(KEY, [Row(**r) for r in packed]))
 
     def advance(self, ms: int) -> list[dict[str, Any]]:
         """Let processing time pass with no input, one tick at a time; rows of every tick."""

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,9 @@ def test_an_empty_file_means_all_defaults(tmp_path):
     ({"job": {"trigger_interval_ms": 5000}}, "job.trigger_interval_ms: 5000 is longer than health.tick_ms"),
     ({"health": {"stall_after_ms": -1}}, "health.stall_after_ms"),
     ({"sink": {"prometheus": {"mode": "push"}}}, "sink.prometheus.mode"),
+    ({"spark": {"shuffle_partitions": 0}}, "spark.shuffle_partitions: must be >= 1 or auto"),
+    ({"spark": {"shuffle_partitions": "many"}}, "spark.shuffle_partitions: must be >= 1 or auto"),
+    ({"spark": {"shuffle_partitions": 2.5}}, "spark.shuffle_partitions: expected int | str"),
 ])
 def test_a_bad_config_is_refused_naming_the_key(config, message):
     with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
@@ -74,3 +78,17 @@ def test_cli_check_config_prints_every_default(tmp_path, capsys):
     printed = yaml.safe_load(capsys.readouterr().out)
     assert printed == dataclasses.asdict(dataclasses.replace(JobConfig(), source=JobConfig.from_dict(
         {"source": {"topic": "events"}}).source))
+
+
+@pytest.mark.parametrize("master, partitions", [
+    ("local[2]", 2), ("local[1]", 1), ("local", 1), ("local[3,2]", 3), ("local[64]", 8),
+    ("local[*]", min(os.cpu_count() or 1, 8)), ("spark://master:7077", 8), ("yarn", 8),
+    ("k8s://https://10.0.0.1:6443", 8)])
+def test_auto_state_partitions_are_the_local_cores_or_room_to_grow_on_a_cluster(master, partitions):
+    # every state partition is a task in every micro-batch: more than can run at once only costs
+    assert JobConfig().spark.state_partitions(master) == partitions
+
+
+def test_a_state_partition_count_given_is_kept_on_any_master():
+    cfg = JobConfig.from_dict({"spark": {"shuffle_partitions": 16}})
+    assert cfg.spark.state_partitions("local[2]") == cfg.spark.state_partitions("yarn") == 16
