@@ -118,6 +118,21 @@ def test_exporter_mode_prometheus_scrapes_the_driver_and_vanished_series_go(serv
         writer.close()
 
 
+def test_every_clusters_group_reaches_the_pushgateway_when_pushed_several_at_a_time(servers):
+    gateway = servers[0]
+    writer = make_batch_writer(SinkConfig.from_dict({"prometheus": {"pushgateway_url": gateway.url,
+                                                                    "job": "many_groups"}}), HealthConfig())
+    try:
+        clusters = [f"many-{c}" for c in range(30)]
+        writer.write_rows([r for c in clusters for r in ScriptedQuorum(c).rows(2000)], batch_id=0)
+        assert writer.monitor.push_failures_total == 0 and not writer.prometheus.dirty
+        pushed = {line.split('cluster="')[1].split('"')[0]
+                  for line in gateway_series(gateway, 'job="many_groups"', "quorum_status{")}
+        assert pushed == set(clusters)
+    finally:
+        writer.close()
+
+
 def test_pushgateway_down_is_retried_counted_and_never_fatal():
     dead = f"http://127.0.0.1:{free_port()}"
     writer = make_batch_writer(SinkConfig.from_dict(
