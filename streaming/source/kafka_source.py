@@ -7,7 +7,8 @@ Driver side (`latestOffset`, `partitions`): ends are planned per partition from 
 watermarks (see `high_watermarks`), capped by the read limit; Spark writes each planned
 `[start, end)` to its offset log before running the batch and replays exactly that range after a
 restart, so with `read` being a pure function of the range every offset is read exactly once.
-Executor side (`read`): one task per partition range, yielding Arrow record batches.
+Executor side (`read`): one task per group of ranges (small ranges share a task, see
+`planning.group_ranges`), yielding Arrow record batches.
 """
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
 
 from streaming.source.high_watermarks import HighWatermarkProbe, SourceUnavailable
 from streaming.source.options import KafkaSourceOptions
-from streaming.source.planning import OffsetRange, cap_to_limit, make_offset, positions_of, ranges_between
+from streaming.source.planning import (OffsetRange, cap_to_limit, group_ranges, make_offset, positions_of,
+                                       ranges_between)
 from streaming.source.range_reader import SPARK_SCHEMA_DDL, read_range
 
 log = logging.getLogger(__name__)
@@ -41,10 +43,12 @@ class KafkaDataSource(DataSource):
         return KafkaStreamReader(KafkaSourceOptions.parse(self.options))
 
 
-class KafkaRangePartition(InputPartition):
-    def __init__(self, rng: OffsetRange):
-        super().__init__(rng)
-        self.range = rng
+class KafkaRangesPartition(InputPartition):
+    """One read task: offset ranges of one or more Kafka partitions (see planning.group_ranges)."""
+
+    def __init__(self, ranges: list[OffsetRange]):
+        super().__init__(ranges)
+        self.ranges = ranges
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -102,12 +106,13 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         known = self._probe_client._known if self._probe_client is not None else {}
         return make_offset(self._options.topic, known) if known else None
 
-    def partitions(self, start: dict, end: dict) -> list[KafkaRangePartition]:
+    def partitions(self, start: dict, end: dict) -> list[KafkaRangesPartition]:
         begin = positions_of(start, self._options.topic)
         finish = positions_of(end, self._options.topic)
         new = [p for p in finish if p not in begin]
         first = self._probe.earliest(new) if new else {}
-        return [KafkaRangePartition(r) for r in ranges_between(self._options.topic, begin, finish, first)]
+        ranges = ranges_between(self._options.topic, begin, finish, first)
+        return [KafkaRangesPartition(task) for task in group_ranges(ranges)]
 
     def commit(self, end: dict) -> None:
         # Progress lives in Spark's checkpoint; nothing is committed to Kafka.
@@ -120,5 +125,6 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # -- executor side -----------------------------------------------------------------------
 
-    def read(self, partition: KafkaRangePartition) -> Iterator[pa.RecordBatch]:
-        return read_range(self._options, partition.range)
+    def read(self, partition: KafkaRangesPartition) -> Iterator[pa.RecordBatch]:
+        for rng in partition.ranges:
+            yield from read_range(self._options, rng)

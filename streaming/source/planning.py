@@ -72,3 +72,25 @@ def ranges_between(topic: str, start: Mapping[int, int], end: Mapping[int, int],
         if end[p] > first:
             out.append(OffsetRange(topic, p, first, end[p]))
     return out
+
+
+# Records one read task takes at most when ranges are put together. Each task of a micro-batch
+# costs a fixed amount (the decoding's code generated for it, a Python worker's round trip):
+# measured on local[2] at 379 events/s, four tasks a batch instead of one added 190 ms to every
+# batch and 0.35 of a core. Small batches therefore go in one task; a large one (a backlog, a
+# busy topic) is still spread over several tasks.
+TASK_RECORDS = 20_000
+
+
+def group_ranges(ranges: list[OffsetRange], task_records: int = TASK_RECORDS) -> list[list[OffsetRange]]:
+    """The ranges put together into tasks of at most `task_records` records (a larger range is a
+    task of its own), in order; every range in exactly one task."""
+    tasks: list[list[OffsetRange]] = []
+    size = 0
+    for rng in ranges:
+        if not tasks or size + rng.size > task_records:
+            tasks.append([])
+            size = 0
+        tasks[-1].append(rng)
+        size += rng.size
+    return tasks

@@ -1,12 +1,14 @@
 """Offset planning and option parsing: pure, no broker."""
 from __future__ import annotations
 
+import os
 import random
 
 import pytest
 
 from streaming.source.options import KafkaSourceOptions, SourceOptionError
-from streaming.source.planning import OffsetRange, cap_to_limit, make_offset, positions_of, ranges_between
+from streaming.source.planning import (OffsetRange, cap_to_limit, group_ranges, make_offset, positions_of,
+                                       ranges_between)
 
 
 def test_offsets_list_partitions_in_numeric_order_so_equal_offsets_have_equal_json():
@@ -52,6 +54,29 @@ def test_limited_plans_read_every_record_once_in_random_cases():
             assert all(pos[p] <= ends[p] <= high[p] for p in pos)
             pos, batches = ends, batches + 1
         assert batches <= sum(high[p] - start[p] for p in high) // limit + parts + 1
+
+
+def test_small_ranges_share_a_read_task_and_a_large_one_has_its_own():
+    r = [OffsetRange("t", 0, 0, 300), OffsetRange("t", 1, 10, 20), OffsetRange("t", 2, 0, 5000),
+         OffsetRange("t", 3, 7, 8)]
+    assert group_ranges(r, task_records=1000) == [r[:2], [r[2]], [r[3]]]
+    assert group_ranges(r[:2] + r[3:], task_records=1000) == [r[:2] + r[3:]]  # a quiet topic: one task
+    assert group_ranges([], task_records=1000) == []
+
+
+def test_grouped_tasks_read_every_range_once_in_order_in_random_cases():
+    seed = int(os.environ.get("PLANNING_SEED", random.randrange(2 ** 32)))
+    print(f"seed={seed} (PLANNING_SEED={seed} replays it)")
+    rnd = random.Random(seed)
+    for _ in range(300):
+        ranges = [OffsetRange("t", p, 0, rnd.choice([1, 5, rnd.randint(1, 3000)])) for p in range(rnd.randint(1, 12))]
+        limit = rnd.randint(1, 2000)
+        tasks = group_ranges(ranges, task_records=limit)
+        assert [rng for task in tasks for rng in task] == ranges, seed
+        assert all(task for task in tasks), seed
+        assert all(len(task) == 1 or sum(rng.size for rng in task) <= limit for task in tasks), seed
+        # no two neighbouring tasks could have been one
+        assert all(sum(rng.size for rng in a + b) > limit for a, b in zip(tasks, tasks[1:])), seed
 
 
 def test_ranges_skip_empty_partitions_and_read_new_partitions_from_their_earliest_offset():
