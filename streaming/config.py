@@ -129,13 +129,19 @@ class RunConfig:
             raise ConfigError(f"trigger_interval_ms: must be >= 1 (got {self.trigger_interval_ms})")
 
 
+DEFAULT_DEAD_LETTER_TRIGGER_MS = 10_000
+
+
 @dataclass(frozen=True)
 class DeadLetterConfig:
     """`dead_letters`: records that fail the contract, kept with reason, field and raw bytes
-    (JSON lines files, `value` base64-encoded). Counts by reason are exported either way."""
+    (JSON lines, one file per micro-batch with rejects, `value` base64-encoded). Counts by reason
+    are exported either way."""
     enabled: bool = True
     path: str = "./dead-letters"
-    trigger_interval_ms: int = 10_000  # a second query reads the topic for them: less often is cheaper
+    # No longer used: dead letters are written with each health batch, from the same read of the
+    # topic. Kept so that existing configs load; the job warns when it is set.
+    trigger_interval_ms: int = DEFAULT_DEAD_LETTER_TRIGGER_MS
 
     def __post_init__(self) -> None:
         if self.enabled and not self.path:

@@ -5,6 +5,7 @@ Pure `DataFrame -> DataFrame` transforms, chained by the job:
     checked = raw.transform(check_records(max_future_ms))   # adds `_error` (null when valid)
     events  = checked.transform(valid_events)               # envelope columns, valid records only
     dead    = checked.transform(dead_letters)               # reason, field, raw bytes, Kafka position
+    checked.select(*event_columns(), dead_letter_json())    # both at once, on one read (the job)
     counts  = dead.transform(count_by_reason)               # reason -> records
 
 Validation is generated from `quorum.events.field_specs`, so it follows the contract as it
@@ -203,10 +204,8 @@ def check_records(max_future_ms: int = events.DEFAULT_MAX_FUTURE_MS,
     return transform
 
 
-def valid_events(checked: DataFrame) -> DataFrame:
-    """The valid records with the columns of `events.envelope_spark_schema()` (a field that does
-    not belong to the record's type is null, an optional one missing takes its default), then
-    their Kafka partition and offset as `_kafka_partition` and `_offset`."""
+def event_columns() -> list[Column]:
+    """The columns of `valid_events`, computed on any checked record (null-filled for a reject)."""
     owners: dict[str, list[str]] = {}
     for rtype, cls in events.RECORD_TYPES.items():
         for fs in events.field_specs(cls):
@@ -219,17 +218,34 @@ def valid_events(checked: DataFrame) -> DataFrame:
     # Where each record was in Kafka: one quorum's records share a partition, and their offsets
     # are the order they were published in (the health state folds them in that order).
     columns += [F.col("partition").alias("_kafka_partition"), F.col("offset").alias("_offset")]
-    return checked.where(F.col(ERROR).isNull()).select(*columns)
+    return columns
+
+
+def valid_events(checked: DataFrame) -> DataFrame:
+    """The valid records with the columns of `events.envelope_spark_schema()` (a field that does
+    not belong to the record's type is null, an optional one missing takes its default), then
+    their Kafka partition and offset as `_kafka_partition` and `_offset`."""
+    return checked.where(F.col(ERROR).isNull()).select(*event_columns())
+
+
+def dead_letter_columns() -> list[Column]:
+    """The columns of `dead_letters` (`DEAD_LETTER_COLUMNS`), computed on a rejected record."""
+    return [F.col(f"{ERROR}.code").alias("reason"), F.col(f"{ERROR}.field").alias("field"),
+            F.coalesce(F.col(f"{RECORD}.type"), F.lit("record")).alias("record_type"),
+            F.col("value"), *[F.col(c) for c in KAFKA_COLUMNS],
+            F.timestamp_millis(F.col(CHECKED_AT)).alias("dead_lettered_at")]
 
 
 def dead_letters(checked: DataFrame) -> DataFrame:
     """The rejected records: reason (a `ContractError.code`), field, record type when known,
     the raw bytes, where they were in Kafka, and when they were rejected."""
-    return (checked.where(F.col(ERROR).isNotNull())
-            .select(F.col(f"{ERROR}.code").alias("reason"), F.col(f"{ERROR}.field").alias("field"),
-                    F.coalesce(F.col(f"{RECORD}.type"), F.lit("record")).alias("record_type"),
-                    F.col("value"), *[F.col(c) for c in KAFKA_COLUMNS],
-                    F.timestamp_millis(F.col(CHECKED_AT)).alias("dead_lettered_at")))
+    return checked.where(F.col(ERROR).isNotNull()).select(*dead_letter_columns())
+
+
+def dead_letter_json() -> Column:
+    """A rejected record as one JSON line, as Spark's JSON writer writes `dead_letters` rows
+    (raw bytes in base64, times in ISO 8601, null fields left out)."""
+    return F.to_json(F.struct(*dead_letter_columns()), {"ignoreNullFields": "true"})
 
 
 def count_by_reason(dead: DataFrame) -> DataFrame:

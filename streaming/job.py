@@ -1,14 +1,13 @@
 """The streaming job: events topic -> decode -> health state -> Prometheus / Kafka / console.
 
-Two queries, each with its own checkpoint under `job.checkpoint_location`:
-  - `quorum_health` (`<checkpoint>/health`): source -> `check_records` -> `valid_events` ->
-    `build_health_stream` -> the sinks' batch writer. `observe()` on the decoded records gives,
-    per micro-batch, the records read, the newest event time and the rejects by reason, which a
-    query listener hands to the writer's monitor (the job's own health metrics).
-  - `quorum_dead_letters` (`<checkpoint>/dead-letters`, when enabled): the same source and
-    decoding, keeping only the rejects, written as JSON lines to `dead_letters.path`.
-Both read offsets exactly once across restarts (the source's ranges come from the checkpoint);
-a restarted job resumes its health state from the state store in the health checkpoint.
+One query, `quorum_health`, checkpointed in `<checkpoint>/health`: source -> `check_records` ->
+the valid records' columns and, for a reject, its dead-letter line -> `build_health_stream` ->
+the sinks' batch writer. The topic is read and decoded once: rejects ride through the health
+processor under a key of their own and the writer puts them in `dead_letters.path`, one file per
+batch. `observe()` on the decoded records gives, per micro-batch, the records read, the newest
+event time and the rejects by reason, which a query listener hands to the writer's monitor (the
+job's own health metrics). Offsets are read exactly once across restarts (the source's ranges
+come from the checkpoint); a restarted job resumes its health state from the state store.
 """
 from __future__ import annotations
 
@@ -21,8 +20,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from quorum import events
-from streaming.config import JobConfig
-from streaming.decode import ERROR, RECORD, check_records, dead_letters, valid_events
+from streaming.config import DEFAULT_DEAD_LETTER_TRIGGER_MS, JobConfig
+from streaming.decode import ERROR, RECORD, check_records, dead_letter_json, event_columns, valid_events
 from streaming.health import build_health_stream
 from streaming.job_logging import BATCH_LOGGER, batch_line, spark_conf
 from streaming.sinks import HealthBatchWriter, make_batch_writer
@@ -33,7 +32,7 @@ from streaming.state_partitions import check_state_partitions
 log = logging.getLogger(__name__)
 
 HEALTH_QUERY = "quorum_health"
-DEAD_LETTER_QUERY = "quorum_dead_letters"
+DEAD_LETTER = "_dead_letter"
 INPUT_OBSERVATION = "quorum_input"
 
 
@@ -105,7 +104,6 @@ def _input_listener(writer: HealthBatchWriter):
 class RunningJob:
     spark: SparkSession
     health_query: object
-    dead_letter_query: object | None
     writer: HealthBatchWriter
     listener: object
     queries: list = field(default_factory=list)
@@ -136,24 +134,26 @@ def start_job(spark: SparkSession, cfg: JobConfig, writer: HealthBatchWriter | N
     writer = writer or make_batch_writer(
         cfg.sink, cfg.health, spool_path=str(checkpoint / "health-events-pending.jsonl"),
         dead_letter_dir=cfg.dead_letters.path if cfg.dead_letters.enabled else None)
+    if cfg.dead_letters.enabled and writer.dead_letters is None:
+        writer.write_dead_letters_to(cfg.dead_letters.path)
     listener = _input_listener(writer)
     spark.streams.addListener(listener)
     trigger = f"{cfg.job.trigger_interval_ms} milliseconds"
+    if cfg.dead_letters.trigger_interval_ms != DEFAULT_DEAD_LETTER_TRIGGER_MS:
+        log.warning("dead_letters.trigger_interval_ms is no longer used: dead letters are written with every "
+                    "health batch (job.trigger_interval_ms), from the same read of the topic")
 
     checked = observe_input(checked_events(spark, cfg))
-    health = build_health_stream(checked.transform(valid_events), cfg.health)
+    if cfg.dead_letters.enabled:
+        dead_letter = F.when(F.col(ERROR).isNotNull(), dead_letter_json())
+        records = checked.select(*event_columns(), dead_letter.alias(DEAD_LETTER))
+        health = build_health_stream(records, cfg.health, dead_letter=F.col(DEAD_LETTER))
+    else:
+        health = build_health_stream(checked.transform(valid_events), cfg.health)
     health_query = (health.writeStream.queryName(HEALTH_QUERY).outputMode("update").foreachBatch(writer)
                     .option("checkpointLocation", str(checkpoint / "health"))
                     .trigger(processingTime=trigger).start())
-    queries = [health_query]
-    dead_query = None
-    if cfg.dead_letters.enabled:
-        dead = checked_events(spark, cfg).transform(dead_letters)
-        dead_query = (dead.writeStream.queryName(DEAD_LETTER_QUERY).format("json")
-                      .option("path", cfg.dead_letters.path)
-                      .option("checkpointLocation", str(checkpoint / "dead-letters"))
-                      .trigger(processingTime=f"{cfg.dead_letters.trigger_interval_ms} milliseconds").start())
-        queries.append(dead_query)
-    log.info("started %s from %s topic %s, checkpoint %s", ", ".join(q.name for q in queries),
-             cfg.source.bootstrap_servers, cfg.source.topic, checkpoint)
-    return RunningJob(spark, health_query, dead_query, writer, listener, queries)
+    log.info("started %s from %s topic %s, checkpoint %s, dead letters %s", HEALTH_QUERY,
+             cfg.source.bootstrap_servers, cfg.source.topic, checkpoint,
+             cfg.dead_letters.path if cfg.dead_letters.enabled else "off")
+    return RunningJob(spark, health_query, writer, listener, [health_query])

@@ -5,35 +5,50 @@ Entry point for the job: `build_health_stream(events_df, health_cfg)`.
 from __future__ import annotations
 
 from .config import ConfigError, HealthConfig
-from .schema import HEALTH_COLUMNS, HEALTH_SCHEMA, INPUT_COLUMNS, KEY_COLUMNS, KINDS, RECORD_JSON
+from .schema import DEAD_LETTER_KEY, HEALTH_COLUMNS, HEALTH_SCHEMA, INPUT_COLUMNS, KEY_COLUMNS, KINDS, RECORD_JSON
 from .statuses import QUORUM_STATUSES, REPLICA_STATUSES
 
 __all__ = ["build_health_stream", "health_input", "packed_input", "HealthConfig", "ConfigError", "HEALTH_SCHEMA", "HEALTH_COLUMNS", "KINDS",
            "REPLICA_STATUSES", "QUORUM_STATUSES"]
 
 
-def health_input(events_df):
-    """The columns the processor reads, of the records it can use: a record with no quorum key
-    or no event time cannot be placed (decode rejects those already; this keeps the processor
-    safe if it is fed from elsewhere)."""
+def _usable(events_df):
+    """A record with no quorum key or no event time cannot be placed (decode rejects those
+    already; this keeps the processor safe if it is fed from elsewhere)."""
     from pyspark.sql import functions as F
-    present = [c for c in INPUT_COLUMNS if c in events_df.columns]
     usable = F.lit(True)
     for c in KEY_COLUMNS + ["time_ms", "type"]:
         usable = usable & F.col(c).isNotNull()
-    return events_df.select(*present).where(usable)
+    return usable
 
 
-def packed_input(events_df):
+def health_input(events_df):
+    """The columns the processor reads, of the records it can use."""
+    present = [c for c in INPUT_COLUMNS if c in events_df.columns]
+    return events_df.select(*present).where(_usable(events_df))
+
+
+def packed_input(events_df, dead_letter=None):
     """`health_input`, each record packed into one JSON column next to its quorum key
-    (`PACKED_COLUMNS`): the shape the processor receives (see schema.RECORD_JSON for why)."""
+    (`PACKED_COLUMNS`): the shape the processor receives (see schema.RECORD_JSON for why).
+
+    `dead_letter`: a column of `events_df` holding, for a record that failed decoding, its
+    dead-letter JSON line (null on valid records). Those records then go to the processor under
+    `DEAD_LETTER_KEY`, their line as the record, and come back as `dead_letter` rows: one read of
+    the topic serves both."""
     from pyspark.sql import functions as F
-    usable = health_input(events_df)
-    record = F.to_json(F.struct(*usable.columns), {"ignoreNullFields": "true"})
-    return usable.select(*KEY_COLUMNS, record.alias(RECORD_JSON))
+    present = [c for c in INPUT_COLUMNS if c in events_df.columns]
+    record = F.to_json(F.struct(*present), {"ignoreNullFields": "true"})
+    if dead_letter is None:
+        return health_input(events_df).select(*KEY_COLUMNS, record.alias(RECORD_JSON))
+    dead = dead_letter.isNotNull()
+    keys = [F.when(dead, F.lit(reserved)).otherwise(F.col(c)).alias(c)
+            for c, reserved in zip(KEY_COLUMNS, DEAD_LETTER_KEY)]
+    return (events_df.where(dead | _usable(events_df))
+            .select(*keys, F.when(dead, dead_letter).otherwise(record).alias(RECORD_JSON)))
 
 
-def build_health_stream(events_df, health_cfg: HealthConfig, api: str | None = None):
+def build_health_stream(events_df, health_cfg: HealthConfig, api: str | None = None, dead_letter=None):
     """Health rows (schema `HEALTH_SCHEMA`, see schema.py) from the stream of valid events.
 
     `events_df`: the decoded valid records, columns of `quorum.events.envelope_spark_schema()`
@@ -45,6 +60,7 @@ def build_health_stream(events_df, health_cfg: HealthConfig, api: str | None = N
     (the state lives in the RocksDB state store configured by `build_spark`).
 
     `api` overrides the processor flavour ("pandas" or "row"); the default is the measured choice.
+    `dead_letter`: see `packed_input`; the rejects then come out as `dead_letter` rows.
 
     Note for drivers and tests: with processing-time timers the operator asks for a (no-data)
     micro-batch at every trigger, so `trigger(availableNow=True)` never finishes and
@@ -53,7 +69,7 @@ def build_health_stream(events_df, health_cfg: HealthConfig, api: str | None = N
     """
     from .processor import HEALTH_API, QuorumHealthPandasProcessor, QuorumHealthRowProcessor
     api = api or HEALTH_API
-    grouped = packed_input(events_df).groupBy(*KEY_COLUMNS)
+    grouped = packed_input(events_df, dead_letter).groupBy(*KEY_COLUMNS)
     if api == "pandas":
         return grouped.transformWithStateInPandas(
             statefulProcessor=QuorumHealthPandasProcessor(health_cfg), outputStructType=HEALTH_SCHEMA,

@@ -37,7 +37,7 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 
 from .clocks import anchor_processing
 from .config import HealthConfig
-from .schema import HEALTH_COLUMNS, RECORD_JSON, unpack_record
+from .schema import DEAD_LETTER_KEY, DEAD_LETTER_KIND, HEALTH_COLUMNS, RECORD_JSON, unpack_record
 from .tracker import QuorumTracker, new_state
 
 STATE_SCHEMA = "json STRING"
@@ -140,6 +140,12 @@ class _QuorumHealthProcessor(StatefulProcessor):
         self.logic.init(handle)
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[Any]:
+        if _is_dead_letter_key(key):  # no quorum: the decoder's rejects, handed back as they are
+            for texts in self._texts(rows):
+                yield from self._emit([{"kind": DEAD_LETTER_KIND, "cluster_id": DEAD_LETTER_KEY[0],
+                                        "topic": DEAD_LETTER_KEY[1], "partition": DEAD_LETTER_KEY[2],
+                                        "dead_letter": t} for t in texts])
+            return
         out = self.logic.on_input(key, self._chunks(rows), timerValues.getCurrentProcessingTimeInMs())
         yield from self._emit(out)
 
@@ -152,15 +158,26 @@ class _QuorumHealthProcessor(StatefulProcessor):
         pass
 
 
+def _is_dead_letter_key(key: tuple) -> bool:
+    if len(key) == 1:  # TwsTester wraps the whole key in a 1-tuple
+        key = key[0]
+    return key[0] == DEAD_LETTER_KEY[0]
+
+
 class QuorumHealthPandasProcessor(_QuorumHealthProcessor):
     """For transformWithStateInPandas: input and output are pandas DataFrames."""
 
     @staticmethod
-    def _chunks(frames) -> Iterator[list[dict[str, Any]]]:
+    def _texts(frames) -> Iterator[list[str]]:
         for pdf in frames:
             texts = pdf[RECORD_JSON].tolist()
             for start in range(0, len(texts), CHUNK_RECORDS):
-                yield [unpack_record(t) for t in texts[start:start + CHUNK_RECORDS]]
+                yield texts[start:start + CHUNK_RECORDS]
+
+    @classmethod
+    def _chunks(cls, frames) -> Iterator[list[dict[str, Any]]]:
+        for texts in cls._texts(frames):
+            yield [unpack_record(t) for t in texts]
 
     @staticmethod
     def _emit(out: list[dict[str, Any]]):
@@ -173,10 +190,15 @@ class QuorumHealthRowProcessor(_QuorumHealthProcessor):
     """For the row-based transformWithState: input and output are Rows."""
 
     @staticmethod
-    def _chunks(rows) -> Iterator[list[dict[str, Any]]]:
+    def _texts(rows) -> Iterator[list[str]]:
         rows = iter(rows)
-        while chunk := [unpack_record(r[RECORD_JSON]) for r in islice(rows, CHUNK_RECORDS)]:
+        while chunk := [r[RECORD_JSON] for r in islice(rows, CHUNK_RECORDS)]:
             yield chunk
+
+    @classmethod
+    def _chunks(cls, rows) -> Iterator[list[dict[str, Any]]]:
+        for texts in cls._texts(rows):
+            yield [unpack_record(t) for t in texts]
 
     @staticmethod
     def _emit(out: list[dict[str, Any]]):

@@ -26,6 +26,12 @@ from pyspark.sql import types as T
 KINDS = ("quorum", "replica", "transition", "cause", "window", "truncation", "forget", "voter_set", "incarnation",
          "replaced", "rejected")
 EVENT_KINDS = KINDS[2:]
+# Records that failed decoding ride through the processor under a key no quorum can have (the
+# contract forbids an empty cluster id), so that the job reads the topic once for both; the
+# processor hands each back as a `dead_letter` row, its JSON line in `dead_letter`, and keeps no
+# state for them. The batch writer takes these rows out before anything else sees the batch.
+DEAD_LETTER_KIND = "dead_letter"
+DEAD_LETTER_KEY = ("", "", -1)
 
 HEALTH_FIELDS: list[tuple[str, T.DataType, str]] = [
     ("kind", T.StringType(), "one of KINDS"),
@@ -82,6 +88,8 @@ HEALTH_FIELDS: list[tuple[str, T.DataType, str]] = [
     ("records_lost", T.LongType(), "truncation: records cut from the replica's uncommitted tail"),
     ("window_start_ms", T.LongType(), "window: interval start (its `status`: caught_up, lagging or unknown)"),
     ("window_end_ms", T.LongType(), "window: interval end"),
+    ("dead_letter", T.StringType(), "dead_letter rows: the rejected record (reason, field, raw bytes, Kafka "
+                                    "position) as one JSON line"),
 ]
 
 HEALTH_SCHEMA = T.StructType([T.StructField(name, dtype) for name, dtype, _ in HEALTH_FIELDS])

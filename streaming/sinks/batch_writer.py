@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from streaming.health.config import HealthConfig
-from streaming.health.schema import HEALTH_COLUMNS
+from streaming.health.schema import DEAD_LETTER_KIND, HEALTH_COLUMNS
 
 from .config import SinkConfig
+from .dead_letters import DeadLetterFiles
 from .monitor import MonitorMetrics
 from .snapshot import HealthSnapshot
 
@@ -31,7 +32,11 @@ class HealthBatchWriter:
         self.sink_cfg, self.health_cfg, self.clock = sink_cfg, health_cfg, clock
         self.monitor = monitor or MonitorMetrics(health_cfg, clock=clock)
         self.snapshot = HealthSnapshot()
-        self.dead_letter_dir = dead_letter_dir
+        self.dead_letter_dir = None
+        self.dead_letters: DeadLetterFiles | None = None
+        if dead_letter_dir:
+            self.write_dead_letters_to(dead_letter_dir)
+        self._spark = None  # the batch's session: it writes dead letters to a path with a scheme
         self.prometheus = self._make_prometheus()
         self.kafka = None
         if sink_cfg.kafka.enabled:
@@ -41,6 +46,12 @@ class HealthBatchWriter:
         if sink_cfg.console.enabled:
             from .console import ConsoleSink
             self.console = ConsoleSink(sink_cfg.console)
+
+    def write_dead_letters_to(self, path: str) -> None:
+        """Where the decoder's rejects (`dead_letter` rows) and the records the state machine
+        refuses go; without it they are only counted."""
+        self.dead_letter_dir = path
+        self.dead_letters = DeadLetterFiles(path)
 
     def _make_prometheus(self):
         mode = self.sink_cfg.prometheus.mode
@@ -54,11 +65,18 @@ class HealthBatchWriter:
 
     def __call__(self, batch_df, batch_id: int) -> None:
         started = self.clock()
+        self._spark = batch_df.sparkSession
         table = batch_df.select(*HEALTH_COLUMNS).toArrow()
         self.write_rows(table.to_pylist(), batch_id, started)
 
     def write_rows(self, rows: list[dict[str, Any]], batch_id: int, started: float | None = None) -> None:
         started = self.clock() if started is None else started
+        dead = [r["dead_letter"] for r in rows if r["kind"] == DEAD_LETTER_KIND]
+        if dead:
+            rows = [r for r in rows if r["kind"] != DEAD_LETTER_KIND]
+            # First: a failure here fails the batch, which is replayed; nothing rejected is lost.
+            if self.dead_letters is not None:
+                self.dead_letters.write(batch_id, dead, self._spark)
         applied = self.snapshot.apply(rows)
         if applied.newest_event_ms is not None:
             self.monitor.mark_input_seen()

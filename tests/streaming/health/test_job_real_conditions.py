@@ -83,7 +83,7 @@ def test_skewed_clocks_a_late_partition_and_a_collector_are_judged_right_through
         "source": {"kind": "python", "bootstrap_servers": broker.bootstrap, "topic": topic,
                    "starting_offsets": "earliest"},
         "job": {"checkpoint_location": str(tmp_path / "checkpoint"), "trigger_interval_ms": TRIGGER_MS},
-        "dead_letters": {"path": str(tmp_path / "dead"), "trigger_interval_ms": 2000},
+        "dead_letters": {"path": str(tmp_path / "dead")},
         "health": {"tick_ms": TRIGGER_MS},
         "sink": {"prometheus": {"mode": "off"}}})
     writer = make_batch_writer(cfg.sink, cfg.health)

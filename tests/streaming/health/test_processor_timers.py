@@ -13,7 +13,7 @@ from pyspark.sql.streaming.tws_tester import TwsTester
 from streaming.health import statuses as S
 from streaming.health.config import HealthConfig
 from streaming.health.processor import QuorumHealthPandasProcessor, QuorumHealthRowProcessor
-from streaming.health.schema import (HEALTH_COLUMNS, INPUT_COLUMNS, KEY_COLUMNS, PACKED_COLUMNS, RECORD_JSON,
+from streaming.health.schema import (DEAD_LETTER_KEY, DEAD_LETTER_KIND, HEALTH_COLUMNS, INPUT_COLUMNS, KEY_COLUMNS, PACKED_COLUMNS, RECORD_JSON,
                                      pack_record)
 
 from .quorum_script import KEY, QuorumScript
@@ -147,3 +147,16 @@ def test_a_hundred_observers_cost_rows_only_when_they_change(harness):
     assert {r["replica_id"] for r in rows} >= {50} and latest(rows, "replica", 50)["status"] == S.UNREACHABLE
     # Per-replica state: one map entry per replica.
     assert len(harness.tester.peekMapState("replicas", KEY)) == 103
+
+
+def test_rejects_under_the_dead_letter_key_come_back_as_they_are_and_leave_no_state(harness):
+    lines = ['{"reason":"invalid_json","offset":1}', '{"reason":"wrong_type","offset":2}']
+    packed = [dict(zip(KEY_COLUMNS, DEAD_LETTER_KEY), **{RECORD_JSON: line}) for line in lines]
+    if harness.api == "pandas":
+        out = harness.tester.testInPandas(DEAD_LETTER_KEY, pd.DataFrame(packed, columns=PACKED_COLUMNS))
+    else:
+        out = harness.tester.test(DEAD_LETTER_KEY, [Row(**r) for r in packed])
+    rows = harness._rows(out)
+    assert [(r["kind"], r["dead_letter"]) for r in rows] == [(DEAD_LETTER_KIND, line) for line in lines]
+    # no quorum state and no timer for the reserved key: ticks emit nothing
+    assert harness.advance(3 * harness.cfg.tick_ms) == []

@@ -10,7 +10,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from quorum import events
-from streaming.decode import DEAD_LETTER_COLUMNS, check_records, count_by_reason, dead_letters, valid_events
+from streaming.decode import (DEAD_LETTER_COLUMNS, check_records, count_by_reason, dead_letter_json, dead_letters,
+                             event_columns, valid_events)
 
 pytestmark = pytest.mark.spark
 
@@ -177,6 +178,23 @@ def test_dead_letters_keep_reason_field_raw_bytes_and_kafka_position(spark):
          ("unknown_type", "type", "vote", b'{"type":"vote","version":1}', 0, 2)],
         "reason string, field string, record_type string, value binary, partition int, offset bigint")
     assert_df_equality(got, expected, ignore_row_order=True, ignore_nullable=True)
+
+
+def test_a_dead_letter_line_is_what_sparks_json_writer_writes_for_it(spark, tmp_path):
+    # The job writes its rejects itself (from the one read of the topic): each line must be the
+    # line the JSON file sink wrote for the same `dead_letters` row.
+    values = [events.encode(FETCH), events.encode(FETCH)[:-7], b'{"type":"vote","version":1}', None]
+    frame = checked(spark, values)
+    lines = [r.line for r in frame.where(F.col("_error").isNotNull()).select(dead_letter_json().alias("line")).collect()]
+    frame.transform(dead_letters).write.json(str(tmp_path / "sink"))
+    written = [line for f in sorted((tmp_path / "sink").glob("part-*.json")) for line in f.read_text().splitlines()]
+    assert len(lines) == 3 and sorted(lines) == sorted(written)
+
+
+def test_event_columns_of_a_valid_record_are_those_of_valid_events(spark):
+    frame = checked(spark, [events.encode(r) for r in SAMPLES])
+    assert_df_equality(frame.where(F.col("_error").isNull()).select(*event_columns()), frame.transform(valid_events),
+                       ignore_row_order=True)
 
 
 def test_rejects_are_counted_by_reason(spark):

@@ -14,7 +14,7 @@ from prometheus_tools import wait_for
 from quorum import events
 from quorum.synthetic import Fault, SyntheticConfig, publish
 from streaming.config import JobConfig
-from streaming.job import start_job
+from streaming.job import HEALTH_QUERY, start_job
 from streaming.sinks import make_batch_writer
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -28,7 +28,7 @@ def job_config(broker, topic, tmp_path) -> JobConfig:
         "source": {"kind": "python", "bootstrap_servers": broker.bootstrap, "topic": topic,
                    "starting_offsets": "earliest"},
         "job": {"checkpoint_location": str(tmp_path / "checkpoint"), "trigger_interval_ms": TRIGGER_MS},
-        "dead_letters": {"path": str(tmp_path / "dead"), "trigger_interval_ms": 2000},
+        "dead_letters": {"path": str(tmp_path / "dead")},
         "health": {"stall_after_ms": STALL_MS, "tick_ms": TRIGGER_MS},
         "sink": {"prometheus": {"mode": "off"}},
     })
@@ -78,6 +78,8 @@ def test_faults_flagged_and_cleared_garbage_dead_lettered_restart_keeps_state_an
     cfg = job_config(broker, topic, tmp_path)
     writer = recording_writer(cfg)
     job = start_job(spark, cfg, writer)
+    # one query reads the topic, for the health state and the dead letters alike
+    assert [q.name for q in spark.streams.active] == [HEALTH_QUERY]
     # The quorum starts once the job runs, so faults arrive as they happen rather than in one backlog.
     wait_for(lambda: job.health_query.lastProgress is not None, 120, "the job's first micro-batch")
 
@@ -146,7 +148,7 @@ def test_faults_flagged_and_cleared_garbage_dead_lettered_restart_keeps_state_an
 
     # Every bad record is in the dead-letter output once, with its reason.
     def dead_reasons():
-        files = list((tmp_path / "dead").glob("*.json"))
+        files = list((tmp_path / "dead").glob("batch-*.json"))
         return sorted(json.loads(line)["reason"] for f in files for line in f.read_text().splitlines())
     assert dead_reasons() == sorted(reason for _, reason in bad)
     assert writer.monitor.invalid_records_total == {
