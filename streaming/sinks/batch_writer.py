@@ -135,6 +135,11 @@ class HealthBatchWriter:
             log.exception("sink %s failed for this batch", sink)
             self.monitor.record_sink_failure(sink)
 
+    def flush(self, timeout_s: float | None = 60) -> bool:
+        """Wait for the sinks that publish off the batch (the Pushgateway's pusher) to catch up."""
+        flush = getattr(self.prometheus, "flush", None)
+        return flush(timeout_s) if flush else True
+
     def close(self) -> None:
         for sink in (self.prometheus, self.kafka, self.console):
             if sink is not None:

@@ -9,6 +9,13 @@ with doubling backoff; after that the failure is counted (`quorum_monitor_push_f
 the group stays dirty and is pushed again with the next batch. Once one group has failed in a
 batch the rest are not tried in that batch (counted as failed too), so a dead gateway costs one
 group's retries per batch, not one per cluster.
+
+Pushes run on a thread of their own, off the micro-batch: `publish` marks what changed and
+returns, and the pusher sends the latest snapshot of everything marked since its last round (a
+gauge needs only its newest value). So the gateway's answer time (every PUT is checked against
+all the groups it holds: about a second for a hundred groups here) no longer adds to every batch,
+and a slow gateway delays the metrics, never the health state or the event topic. `flush` waits
+for the marked groups to be pushed (tests, and `close`).
 """
 from __future__ import annotations
 
@@ -34,48 +41,89 @@ class PushgatewaySink:
     def __init__(self, cfg: PrometheusSinkConfig, snapshot: HealthSnapshot, monitor: MonitorMetrics,
                  sleep: Callable[[float], None] = time.sleep):
         self.cfg, self.snapshot, self.monitor, self.sleep = cfg, snapshot, monitor, sleep
-        self.dirty: set[str] = set()
+        self.dirty: set[str] = set()      # cluster groups to push (those of a failed round stay)
         self.to_delete: set[str] = set()
         self._pool: ThreadPoolExecutor | None = None
+        self._changed = threading.Condition()
+        self._rounds_wanted = 0   # publish calls not yet taken up by a round
+        self._pushing = False
+        self._closing = False
+        self._thread: threading.Thread | None = None
 
     def publish(self, changed: set[str], vanished: set[str]) -> None:
-        self.dirty |= changed - vanished
-        self.to_delete |= vanished
-        self.dirty -= vanished
+        """Mark one batch's changes; the pusher thread sends them (see the module's docstring)."""
+        with self._changed:
+            self.dirty |= changed - vanished
+            self.to_delete |= vanished
+            self.dirty -= vanished
+            self._rounds_wanted += 1
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._pusher, name="pushgateway-pusher", daemon=True)
+                self._thread.start()
+            self._changed.notify_all()
+
+    def flush(self, timeout_s: float | None = None) -> bool:
+        """Wait until every publish so far has been pushed (or failed and been counted)."""
+        with self._changed:
+            return self._changed.wait_for(lambda: not self._rounds_wanted and not self._pushing, timeout_s)
+
+    def _pusher(self) -> None:
+        while True:
+            with self._changed:
+                self._changed.wait_for(lambda: self._rounds_wanted or self._closing)
+                if not self._rounds_wanted:
+                    return
+                self._rounds_wanted, self._pushing = 0, True
+                to_delete, self.to_delete = self.to_delete, set()
+                dirty, self.dirty = self.dirty, set()
+            try:
+                failed_deletes, failed_pushes = self._push_round(to_delete, dirty)
+            except Exception:  # never let the pusher die: what was not pushed is pushed next round
+                log.exception("Pushgateway push round failed")
+                failed_deletes, failed_pushes = to_delete, dirty
+            with self._changed:
+                # marked again meanwhile: the newer mark wins (a delete after a change, or a change after a delete)
+                self.to_delete |= failed_deletes - self.dirty
+                self.dirty |= failed_pushes - self.to_delete
+                self._pushing = False
+                self._changed.notify_all()
+
+    def _push_round(self, to_delete: set[str], dirty: set[str]) -> tuple[set[str], set[str]]:
+        """One round: deletes, cluster groups, then the monitor group; returns what failed."""
         gateway_down = False
-        for cluster in sorted(self.to_delete):
+        failed_deletes = set()
+        for cluster in sorted(to_delete):
             if gateway_down or not self._try(lambda c=cluster: self._delete(c), f"delete {cluster}"):
                 gateway_down = True
-                continue
-            self.to_delete.discard(cluster)
-        if not self._push_clusters(sorted(self.dirty), gateway_down):
-            gateway_down = True
-        # The monitor group goes last so its failure count includes this batch's failures.
-        if gateway_down or not self._try(self._push_monitor, "push monitor"):
+                failed_deletes.add(cluster)
+        failed_pushes = self._push_clusters(sorted(dirty), gateway_down)
+        # The monitor group goes last so its failure count includes this round's failures.
+        if gateway_down or failed_pushes or not self._try(self._push_monitor, "push monitor"):
             self.monitor.record_push_failures()
+        return failed_deletes, failed_pushes
 
-    def _push_clusters(self, clusters: list[str], gateway_down: bool) -> bool:
-        """Push each cluster's group; False once one has failed (the rest are then counted as
-        failed, not tried). The first group goes alone, so a gateway that is down costs one
-        group's retries; the others go PUSH_CONCURRENCY at a time, since a PUT mostly waits on
-        the gateway (measured: 100 clusters pushed one by one took 1.3 s of every batch)."""
+    def _push_clusters(self, clusters: list[str], gateway_down: bool) -> set[str]:
+        """Push each cluster's group; returns those not pushed. Once one has failed the rest
+        are counted as failed, not tried. The first group goes alone, so a gateway that is down
+        costs one group's retries; the others go PUSH_CONCURRENCY at a time, since a PUT mostly
+        waits on the gateway (measured: 100 clusters pushed one by one took 1.3 s)."""
         down = threading.Event()
         if gateway_down:
             down.set()
+        failed: set[str] = set()
 
         def push(cluster: str) -> None:
             if down.is_set() or not self._try(lambda: self._push_cluster(cluster), f"push {cluster}"):
                 down.set()
                 self.monitor.record_push_failures()
-                return
-            self.dirty.discard(cluster)
+                failed.add(cluster)
         if clusters:
             push(clusters[0])
         if len(clusters) > 1:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(PUSH_CONCURRENCY, thread_name_prefix="pushgateway")
             list(self._pool.map(push, clusters[1:]))
-        return not down.is_set()
+        return failed
 
     def _push_cluster(self, cluster: str) -> None:
         registry = CollectorRegistry(auto_describe=False)
@@ -110,6 +158,14 @@ class PushgatewaySink:
         return False
 
     def close(self) -> None:
+        """Push what is marked (bounded by the retries of one round), then stop the pusher."""
+        self.flush(self.cfg.push_attempts * (self.cfg.push_timeout_s + self.cfg.retry_backoff_s) * 4)
+        with self._changed:
+            self._closing = True
+            self._changed.notify_all()
+        if self._thread is not None:
+            self._thread.join(5)
+            self._thread = None
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None

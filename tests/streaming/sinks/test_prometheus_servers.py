@@ -73,6 +73,7 @@ def test_pushgateway_mode_prometheus_sees_the_flagged_replica_then_not_once_it_v
     q, rows = flagged_with_observer()
     writer.monitor.record_input(len(rows))
     writer.write_rows(rows + ScriptedQuorum("c2").rows(3000), batch_id=0)
+    assert writer.flush()
     [series] = wait_for(lambda: promql(prometheus, FLAGGED), 30, "the flagged replica in Prometheus")
     labels = series["metric"]
     assert (labels["job"], labels["replica"], labels["role"]) == ("quorum_health", "3", "voter")
@@ -83,6 +84,7 @@ def test_pushgateway_mode_prometheus_sees_the_flagged_replica_then_not_once_it_v
 
     # Observer 4 forgotten: the PUT replaces the cluster's group, so its series go.
     writer.write_rows(observer_vanishes(q), batch_id=1)
+    assert writer.flush()
     assert not gateway_series(gateway, 'cluster="c1"', 'replica="4"')
     wait_for(lambda: not promql(prometheus, 'quorum_replica_status{cluster="c1", replica="4"}'), 30,
              "observer 4's series to disappear")
@@ -93,6 +95,7 @@ def test_pushgateway_mode_prometheus_sees_the_flagged_replica_then_not_once_it_v
     forget = {"kind": "forget", "cluster_id": "c2", "topic": "__cluster_metadata", "partition": 0, "seq": 10**6,
               "now_ms": 0, "proc_ms": 3000, "last_input_proc_ms": 1000, "silent": True, "replica_id": None}
     writer.write_rows([forget] + q.rows(1000, proc_ms=3000), batch_id=2)
+    assert writer.flush()
     assert not gateway_series(gateway, 'cluster="c2"') and gateway_series(gateway, 'cluster="c1"')
     writer.close()
 
@@ -125,6 +128,7 @@ def test_every_clusters_group_reaches_the_pushgateway_when_pushed_several_at_a_t
     try:
         clusters = [f"many-{c}" for c in range(30)]
         writer.write_rows([r for c in clusters for r in ScriptedQuorum(c).rows(2000)], batch_id=0)
+        assert writer.flush()
         assert writer.monitor.push_failures_total == 0 and not writer.prometheus.dirty
         pushed = {line.split('cluster="')[1].split('"')[0]
                   for line in gateway_series(gateway, 'job="many_groups"', "quorum_status{")}
@@ -141,9 +145,49 @@ def test_pushgateway_down_is_retried_counted_and_never_fatal():
     writer.prometheus.sleep = backoffs.append  # record the waits between tries instead of waiting
     rows = [r for c in range(20) for r in ScriptedQuorum(f"c{c}").rows(2000)]
     writer.write_rows(rows, batch_id=0)
+    assert writer.flush()
     writer.write_rows([], batch_id=1)
+    assert writer.flush()
     # Every cluster group and the monitor group counted as failed, in each batch; the clusters
     # stay pending for the next push; one group's retries per batch (doubling), not twenty.
     assert writer.monitor.push_failures_total == 2 * (20 + 1)
     assert len(writer.prometheus.dirty) == 20
     assert backoffs == [0.05, 0.1] * 2
+
+
+def test_a_gateway_that_holds_its_answers_holds_up_the_metrics_not_the_batch():
+    """The pusher works off the batch: while the gateway sits on a PUT, batches go on and mark
+    more groups, and once it answers, the newest state of every marked group is pushed."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    release, pushed = threading.Event(), []
+
+    class HoldingGateway(BaseHTTPRequestHandler):
+        def do_PUT(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            release.wait(60)
+            pushed.append(urllib.parse.unquote(self.path))
+            self.send_response(202)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), HoldingGateway)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    writer = make_batch_writer(SinkConfig.from_dict(
+        {"prometheus": {"pushgateway_url": f"http://127.0.0.1:{server.server_port}", "push_timeout_s": 30}}),
+        HealthConfig())
+    try:
+        writer.write_rows(ScriptedQuorum("c1").rows(2000), batch_id=0)
+        writer.write_rows(ScriptedQuorum("c2").rows(2000), batch_id=1)  # returns with c1's PUT still held
+        assert not writer.flush(0.2) and pushed == []
+        release.set()
+        assert writer.flush(30)
+        assert {p.rsplit("/", 1)[1] for p in pushed} == {"c1", "c2", "_monitor"}
+        assert writer.monitor.push_failures_total == 0
+    finally:
+        release.set()
+        writer.close()
+        server.shutdown()
