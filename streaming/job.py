@@ -49,7 +49,9 @@ def session_for(cfg: JobConfig) -> SparkSession:
 
 def checked_events(spark: SparkSession, cfg: JobConfig) -> DataFrame:
     """The topic's records with their validation verdict (`check_records`)."""
-    raw = open_stream(spark, cfg.source.kind, cfg.source.reader_options())
+    # a busy batch is read by as many tasks as there are state partitions (the cores, by default)
+    options = {**cfg.source.reader_options(), "minPartitions": spark.conf.get("spark.sql.shuffle.partitions")}
+    raw = open_stream(spark, cfg.source.kind, options)
     return raw.transform(check_records(cfg.decode.max_future_ms))
 
 

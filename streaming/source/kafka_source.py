@@ -112,7 +112,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         new = [p for p in finish if p not in begin]
         first = self._probe.earliest(new) if new else {}
         ranges = ranges_between(self._options.topic, begin, finish, first)
-        return [KafkaRangesPartition(task) for task in group_ranges(ranges)]
+        return [KafkaRangesPartition(task) for task in group_ranges(ranges, min_tasks=self._options.min_partitions)]
 
     def commit(self, end: dict) -> None:
         # Progress lives in Spark's checkpoint; nothing is committed to Kafka.

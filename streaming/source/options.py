@@ -34,6 +34,7 @@ class KafkaSourceOptions:
     client_settings: tuple[tuple[str, str], ...] = field(default=())  # librdkafka pass-through
     read_stall_timeout_s: float = DEFAULT_READ_STALL_TIMEOUT_S
     probe_timeout_s: float = DEFAULT_PROBE_TIMEOUT_S
+    min_partitions: int = 1  # read tasks a busy micro-batch is spread over at least (planning.group_ranges)
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> "KafkaSourceOptions":
@@ -63,7 +64,8 @@ class KafkaSourceOptions:
         return cls(bootstrap, topic, starting, max_per_trigger, tuple(settings),
                    _positive_float(opts, "readstalltimeoutseconds", "readStallTimeoutSeconds",
                                    DEFAULT_READ_STALL_TIMEOUT_S),
-                   _positive_float(opts, "probetimeoutseconds", "probeTimeoutSeconds", DEFAULT_PROBE_TIMEOUT_S))
+                   _positive_float(opts, "probetimeoutseconds", "probeTimeoutSeconds", DEFAULT_PROBE_TIMEOUT_S),
+                   _positive_int(opts, "minpartitions", "minPartitions") or 1)
 
     def consumer_config(self, **overrides: object) -> dict[str, object]:
         """librdkafka settings of every consumer this source opens. Offsets are never committed

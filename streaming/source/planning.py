@@ -80,11 +80,19 @@ def ranges_between(topic: str, start: Mapping[int, int], end: Mapping[int, int],
 # batch and 0.35 of a core. Small batches therefore go in one task; a large one (a backlog, a
 # busy topic) is still spread over several tasks.
 TASK_RECORDS = 20_000
+# A busy batch is spread over at least `min_tasks` tasks (the cores that can read at once) once
+# each would get this many records: below it a task's fixed cost outweighs the parallel reading.
+# Measured on local[2] at 3,000 events/s: a batch of 9,000 records read and decoded in one task
+# took 590 ms, the whole stage's time while the other core waited.
+SPLIT_RECORDS = 2_000
 
 
-def group_ranges(ranges: list[OffsetRange], task_records: int = TASK_RECORDS) -> list[list[OffsetRange]]:
+def group_ranges(ranges: list[OffsetRange], task_records: int = TASK_RECORDS,
+                 min_tasks: int = 1) -> list[list[OffsetRange]]:
     """The ranges put together into tasks of at most `task_records` records (a larger range is a
-    task of its own), in order; every range in exactly one task."""
+    task of its own), in order; every range in exactly one task. Then, while there are fewer
+    than `min_tasks` tasks and the largest task with several ranges holds at least 2 x
+    `SPLIT_RECORDS`, that task is cut in two where its records halve."""
     tasks: list[list[OffsetRange]] = []
     size = 0
     for rng in ranges:
@@ -93,4 +101,24 @@ def group_ranges(ranges: list[OffsetRange], task_records: int = TASK_RECORDS) ->
             size = 0
         tasks[-1].append(rng)
         size += rng.size
+    while len(tasks) < min_tasks:
+        splittable = [i for i, t in enumerate(tasks) if len(t) > 1 and _records(t) >= 2 * SPLIT_RECORDS]
+        if not splittable:
+            break
+        i = max(splittable, key=lambda j: _records(tasks[j]))
+        tasks[i:i + 1] = _halves(tasks[i])
     return tasks
+
+
+def _records(task: list[OffsetRange]) -> int:
+    return sum(rng.size for rng in task)
+
+
+def _halves(task: list[OffsetRange]) -> list[list[OffsetRange]]:
+    """The task cut between two ranges where the two sides' records are closest to equal."""
+    total, before, best = _records(task), 0, (None, 1)
+    for cut in range(1, len(task)):
+        before += task[cut - 1].size
+        if best[0] is None or abs(total - 2 * before) < best[0]:
+            best = (abs(total - 2 * before), cut)
+    return [task[:best[1]], task[best[1]:]]

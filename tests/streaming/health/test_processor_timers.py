@@ -3,6 +3,7 @@ runs the processor's handlers as Spark does, with in-memory state and a settable
 Both flavours, pandas and row, must behave the same."""
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pandas as pd
@@ -145,8 +146,26 @@ def test_a_hundred_observers_cost_rows_only_when_they_change(harness):
     script.mode[50] = "silent"
     rows = [r for _ in range(4) for r in harness.feed(script.run(1000)) if r["kind"] == "replica"]
     assert {r["replica_id"] for r in rows} >= {50} and latest(rows, "replica", 50)["status"] == S.UNREACHABLE
-    # Per-replica state: one map entry per replica.
-    assert len(harness.tester.peekMapState("replicas", KEY)) == 103
+    # The whole quorum is one value (every state call is a round trip to the JVM).
+    stored = json.loads(harness.tester.peekValueState("quorum", KEY)[0])
+    assert len(stored["replicas"]) == 103 and not harness.tester.peekMapState("replicas", KEY)
+
+
+def test_state_written_with_one_map_entry_per_replica_is_read_and_moved_into_the_value(harness):
+    # The layout before: the quorum's value without its replicas, one map entry per replica.
+    script = QuorumScript()
+    harness.feed(script.run(3000))
+    whole = json.loads(harness.tester.peekValueState("quorum", KEY)[0])
+    replicas = whole.pop("replicas")
+    harness.tester.updateValueState("quorum", KEY, (json.dumps(whole),))
+    harness.tester.updateMapState("replicas", KEY, {(rid,): (json.dumps(r),) for rid, r in replicas.items()})
+    script.mode[3] = "silent"
+    rows = harness.feed(script.run(3000))
+    # the replicas' history came along: voter 3 goes from caught up to unreachable, not from unknown
+    assert [(r["previous_status"], r["status"]) for r in rows
+            if r["kind"] == "transition" and r["replica_id"] == 3] == [(S.CAUGHT_UP, S.UNREACHABLE)]
+    moved = json.loads(harness.tester.peekValueState("quorum", KEY)[0])
+    assert set(moved["replicas"]) == set(replicas) and not harness.tester.peekMapState("replicas", KEY)
 
 
 def test_rejects_under_the_dead_letter_key_come_back_as_they_are_and_leave_no_state(harness):

@@ -64,6 +64,16 @@ def test_small_ranges_share_a_read_task_and_a_large_one_has_its_own():
     assert group_ranges([], task_records=1000) == []
 
 
+def test_a_busy_batch_is_spread_over_the_tasks_that_can_run_at_once_a_quiet_one_is_not():
+    busy = [OffsetRange("t", p, 0, 2500) for p in range(4)]
+    assert group_ranges(busy, min_tasks=2) == [busy[:2], busy[2:]]
+    assert group_ranges(busy, min_tasks=8) == [[r] for r in busy]  # never more tasks than ranges
+    quiet = [OffsetRange("t", p, 0, 900) for p in range(4)]
+    assert group_ranges(quiet, min_tasks=2) == [quiet]  # 3,600 records: one task's fixed cost is less
+    lopsided = [OffsetRange("t", 0, 0, 9000), OffsetRange("t", 1, 0, 500), OffsetRange("t", 2, 0, 500)]
+    assert group_ranges(lopsided, min_tasks=2) == [lopsided[:1], lopsided[1:]]
+
+
 def test_grouped_tasks_read_every_range_once_in_order_in_random_cases():
     seed = int(os.environ.get("PLANNING_SEED", random.randrange(2 ** 32)))
     print(f"seed={seed} (PLANNING_SEED={seed} replays it)")
@@ -77,6 +87,11 @@ def test_grouped_tasks_read_every_range_once_in_order_in_random_cases():
         assert all(len(task) == 1 or sum(rng.size for rng in task) <= limit for task in tasks), seed
         # no two neighbouring tasks could have been one
         assert all(sum(rng.size for rng in a + b) > limit for a, b in zip(tasks, tasks[1:])), seed
+        min_tasks = rnd.randint(1, 8)
+        spread = group_ranges(ranges, task_records=limit, min_tasks=min_tasks)
+        assert [rng for task in spread for rng in task] == ranges, seed
+        assert all(task for task in spread) and len(spread) >= len(tasks), seed
+        assert all(len(task) == 1 or sum(rng.size for rng in task) <= limit for task in spread), seed
 
 
 def test_ranges_skip_empty_partitions_and_read_new_partitions_from_their_earliest_offset():
