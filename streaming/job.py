@@ -133,9 +133,8 @@ def start_job(spark: SparkSession, cfg: JobConfig, writer: HealthBatchWriter | N
     checkpoint = Path(cfg.job.checkpoint_location)
     # Spark keeps the checkpoint's number of state partitions: say so when the config differs.
     check_state_partitions(spark, str(checkpoint / "health"), int(spark.conf.get("spark.sql.shuffle.partitions")))
-    writer = writer or make_batch_writer(
-        cfg.sink, cfg.health, spool_path=str(checkpoint / "health-events-pending.jsonl"),
-        dead_letter_dir=cfg.dead_letters.path if cfg.dead_letters.enabled else None)
+    writer = writer or make_batch_writer(cfg.sink, cfg.health,
+                                         spool_path=str(checkpoint / "health-events-pending.jsonl"))
     if cfg.dead_letters.enabled and writer.dead_letters is None:
         writer.write_dead_letters_to(cfg.dead_letters.path)
     listener = _input_listener(writer)

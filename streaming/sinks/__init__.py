@@ -27,5 +27,6 @@ def make_batch_writer(sink_cfg: SinkConfig, health_cfg: HealthConfig,
     `(batch_df, batch_id) -> None` that also carries `.monitor` (the job's own health metrics,
     exported with the rest) and `.close()`. Starts the /metrics server in exporter mode.
     `spool_path`: where the health topic's undelivered events survive a restart;
-    `dead_letter_dir`: where records the state machine refuses are written."""
+    `dead_letter_dir`: where the decoder's rejects go, and those the state machine refuses (under
+    `stateful/`), one file per batch (the job sets it from `dead_letters.path`)."""
     return HealthBatchWriter(sink_cfg, health_cfg, monitor, spool_path=spool_path, dead_letter_dir=dead_letter_dir)

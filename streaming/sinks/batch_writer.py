@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-from pathlib import Path
 from typing import Any, Callable
 
 from streaming.health.config import HealthConfig
@@ -32,8 +31,8 @@ class HealthBatchWriter:
         self.sink_cfg, self.health_cfg, self.clock = sink_cfg, health_cfg, clock
         self.monitor = monitor or MonitorMetrics(health_cfg, clock=clock)
         self.snapshot = HealthSnapshot()
-        self.dead_letter_dir = None
-        self.dead_letters: DeadLetterFiles | None = None
+        self.dead_letters: DeadLetterFiles | None = None   # the decoder's rejects
+        self.refused: DeadLetterFiles | None = None        # records the state machine refused
         if dead_letter_dir:
             self.write_dead_letters_to(dead_letter_dir)
         self._spark = None  # the batch's session: it writes dead letters to a path with a scheme
@@ -50,8 +49,8 @@ class HealthBatchWriter:
     def write_dead_letters_to(self, path: str) -> None:
         """Where the decoder's rejects (`dead_letter` rows) and the records the state machine
         refuses go; without it they are only counted."""
-        self.dead_letter_dir = path
         self.dead_letters = DeadLetterFiles(path)
+        self.refused = DeadLetterFiles(f"{path.rstrip('/')}/stateful")
 
     def _make_prometheus(self):
         mode = self.sink_cfg.prometheus.mode
@@ -84,7 +83,7 @@ class HealthBatchWriter:
             # The job did not report event times itself: the newest quorum clock stands in.
             self.monitor.input_delay_s = max(0.0, self.clock() - applied.newest_event_ms / 1000.0)
         stalled = self.monitor.input_stalled()
-        self._rejected([r for r in rows if r["kind"] == "rejected"])
+        self._rejected([r for r in rows if r["kind"] == "rejected"], batch_id)
         if applied.held_events_dropped:
             log.warning("%d held health events dropped (a quorum held for too long)", applied.held_events_dropped)
         # Each sink on its own: one that fails is counted and retried, and never stops the others
@@ -96,9 +95,11 @@ class HealthBatchWriter:
         self._guarded("console", self.console and (
             lambda: self.console.publish(self.snapshot, applied.events, batch_id, stalled)))
 
-    def _rejected(self, rejected: list[dict[str, Any]]) -> None:
+    def _rejected(self, rejected: list[dict[str, Any]], batch_id: int) -> None:
         """Records the state machine refused (an implausible epoch): counted like the decoder's
-        rejects, by reason, and written as JSON lines under the dead-letter directory."""
+        rejects, by reason, and written as JSON lines under the dead-letter path's `stateful`
+        directory, one file per batch like the decoder's. A write that fails is logged and
+        never fails the batch: the refusal is counted and in the log either way."""
         if not rejected:
             return
         by_reason: dict[str, int] = {}
@@ -107,18 +108,16 @@ class HealthBatchWriter:
             log.warning("rejected (%s) in %s %s-%s: %s", r["status"], r["cluster_id"], r["topic"], r["partition"],
                         r["reason"])
         self.monitor.record_invalid(by_reason)
-        if self.dead_letter_dir is None:
+        if self.refused is None:
             return
+        now_ms = int(self.clock() * 1000)
+        lines = [json.dumps({"reason": r["status"], "detail": r["reason"], "cluster_id": r["cluster_id"],
+                             "topic": r["topic"], "partition": r["partition"], "dead_lettered_at_ms": now_ms})
+                 for r in rejected]
         try:
-            path = Path(self.dead_letter_dir) / "stateful" / f"rejected-{time.strftime('%Y%m%d')}.jsonl"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with open(path, "a") as f:
-                for r in rejected:
-                    f.write(json.dumps({"reason": r["status"], "detail": r["reason"], "cluster_id": r["cluster_id"],
-                                        "topic": r["topic"], "partition": r["partition"],
-                                        "dead_lettered_at_ms": int(self.clock() * 1000)}) + "\n")
-        except OSError as e:
-            log.warning("cannot write rejected records under %s: %s", self.dead_letter_dir, e)
+            self.refused.write(batch_id, lines, self._spark)
+        except Exception as e:  # OSError here, a Java exception through Hadoop's file system
+            log.warning("cannot write rejected records under %s: %s", self.refused.path, e)
 
     def _publish_events(self, events: list[dict[str, Any]], batch_id: int) -> None:
         self.kafka.publish(events, batch_id)

@@ -54,3 +54,16 @@ def test_a_path_with_a_scheme_is_written_through_hadoops_file_system(spark, tmp_
 def test_a_path_with_a_scheme_needs_spark():
     with pytest.raises(ValueError, match="Hadoop"):
         DeadLetterFiles("s3a://bucket/dead").write(1, LINES)
+
+
+def test_records_the_state_machine_refuses_go_under_stateful_one_file_per_batch(tmp_path):
+    writer = HealthBatchWriter(SinkConfig.from_dict({"prometheus": {"mode": "off"}}), HealthConfig(),
+                               dead_letter_dir=str(tmp_path / "dead"))
+    refused = {"kind": "rejected", "cluster_id": "c1", "topic": "__cluster_metadata", "partition": 0, "seq": 1,
+               "event_seq": 1, "now_ms": 1000, "proc_ms": 1000, "last_input_proc_ms": 1000, "silent": False,
+               "replica_id": None, "status": "implausible_epoch", "reason": "fetch from node 1 claims epoch 9999"}
+    writer.write_rows([refused], batch_id=4)
+    writer.write_rows([refused], batch_id=4)  # replayed
+    [line] = (tmp_path / "dead" / "stateful" / batch_file_name(4)).read_text().splitlines()
+    assert json.loads(line)["reason"] == "implausible_epoch" and json.loads(line)["cluster_id"] == "c1"
+    assert writer.monitor.invalid_records_total == {"implausible_epoch": 2}
