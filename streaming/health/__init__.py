@@ -12,7 +12,7 @@ __all__ = ["build_health_stream", "health_input", "packed_input", "HealthConfig"
            "REPLICA_STATUSES", "QUORUM_STATUSES"]
 
 
-def _usable(events_df):
+def _usable():
     """A record with no quorum key or no event time cannot be placed (decode rejects those
     already; this keeps the processor safe if it is fed from elsewhere)."""
     from pyspark.sql import functions as F
@@ -22,10 +22,13 @@ def _usable(events_df):
     return usable
 
 
+def _present(events_df) -> list[str]:
+    return [c for c in INPUT_COLUMNS if c in events_df.columns]
+
+
 def health_input(events_df):
     """The columns the processor reads, of the records it can use."""
-    present = [c for c in INPUT_COLUMNS if c in events_df.columns]
-    return events_df.select(*present).where(_usable(events_df))
+    return events_df.select(*_present(events_df)).where(_usable())
 
 
 def packed_input(events_df, dead_letter=None):
@@ -37,14 +40,13 @@ def packed_input(events_df, dead_letter=None):
     `DEAD_LETTER_KEY`, their line as the record, and come back as `dead_letter` rows: one read of
     the topic serves both."""
     from pyspark.sql import functions as F
-    present = [c for c in INPUT_COLUMNS if c in events_df.columns]
-    record = F.to_json(F.struct(*present), {"ignoreNullFields": "true"})
+    record = F.to_json(F.struct(*_present(events_df)), {"ignoreNullFields": "true"})
     if dead_letter is None:
         return health_input(events_df).select(*KEY_COLUMNS, record.alias(RECORD_JSON))
     dead = dead_letter.isNotNull()
     keys = [F.when(dead, F.lit(reserved)).otherwise(F.col(c)).alias(c)
             for c, reserved in zip(KEY_COLUMNS, DEAD_LETTER_KEY)]
-    return (events_df.where(dead | _usable(events_df))
+    return (events_df.where(dead | _usable())
             .select(*keys, F.when(dead, dead_letter).otherwise(record).alias(RECORD_JSON)))
 
 

@@ -72,8 +72,7 @@ class _QuorumHealthLogic:
         stored = self.state.get()
         self._replicas_in_map = False
         if stored is None:
-            if len(key) == 1:  # TwsTester wraps the whole key in a 1-tuple
-                key = key[0]
+            key = _quorum_key(key)
             return new_state(key[0], key[1], int(key[2]))
         st = json.loads(stored[0])
         if "replicas" not in st:
@@ -164,10 +163,13 @@ class _QuorumHealthProcessor(StatefulProcessor):
         pass
 
 
+def _quorum_key(key: tuple) -> tuple:
+    """(cluster_id, topic, partition) of the key Spark hands the processor."""
+    return key[0] if len(key) == 1 else key  # TwsTester wraps the whole key in a 1-tuple
+
+
 def _is_dead_letter_key(key: tuple) -> bool:
-    if len(key) == 1:  # TwsTester wraps the whole key in a 1-tuple
-        key = key[0]
-    return key[0] == DEAD_LETTER_KEY[0]
+    return _quorum_key(key)[0] == DEAD_LETTER_KEY[0]
 
 
 class QuorumHealthPandasProcessor(_QuorumHealthProcessor):
