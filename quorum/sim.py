@@ -25,7 +25,7 @@ from quorum.raft.config import RaftConfig
 from quorum.raft.log import MemoryLog
 from quorum.raft.messages import Message
 from quorum.raft.node import NotLeaderError, RaftNode
-from quorum.raft.output import Output
+from quorum.raft.output import Output, leaves_before_flush
 from quorum.raft.quorum_state_store import MemoryQuorumStateStore
 
 
@@ -156,7 +156,8 @@ class Simulation:
             self._push(d, "tick", (n.node_id, n.incarnation))
 
     def _apply(self, n: SimNode, out: Output) -> None:
-        """The caller's side of the contract: flush, then send, then apply."""
+        """The caller's side of the contract: flush, then send, then apply (fetch responses
+        with a durable high watermark leave before the flush)."""
         if self.validate_events:
             for e in out.events:
                 contract.validate(e)
@@ -164,6 +165,12 @@ class Simulation:
             if isinstance(e, contract.StateChange) and e.to_state == "leader":
                 self.stats["elections"] += 1
         if out.flush_log or n.flush_queue:
+            flushed = n.log.flushed_end_offset()
+            early = [m for m in out.messages if leaves_before_flush(m, flushed)]
+            if early:   # as the node does: fetch responses whose high watermark is durable go now
+                for m in early:
+                    self._send(m)
+                out.messages = [m for m in out.messages if not leaves_before_flush(m, flushed)]
             n.flush_queue.append(out)
             if not n.flush_scheduled:
                 n.flush_scheduled = True

@@ -6,6 +6,12 @@
 3. Apply `committed` records (in offset order) and publish `events`.
 Anything the node must not lose (a vote, an acknowledged offset) only leaves the node
 in step 2, after step 1: that is the whole crash-safety contract between core and caller.
+
+One exception, as Kafka's leader does ("parked fetches can return sooner"): a Fetch
+response may leave before the flush when its high watermark is already durable here
+(`leaves_before_flush`). Handing a follower records it may append is not acknowledging
+anything; only a high watermark above what this node has flushed would let a record count
+as committed that a crash of this node could still lose.
 """
 from __future__ import annotations
 
@@ -13,7 +19,7 @@ from dataclasses import dataclass, field
 
 from quorum.events import Fetch, StateChange
 from quorum.raft.log import LogRecord
-from quorum.raft.messages import Message
+from quorum.raft.messages import FetchResponse, Message
 from quorum.raft.metrics import RaftMetrics
 from quorum.raft.quorum_state_store import ElectionState
 
@@ -30,3 +36,10 @@ class Output:
     append_offsets: tuple[int, int] | None = None              # (first, last) offset of an `append`
     metrics: RaftMetrics | None = None                         # snapshot after this step, at most one
                                                                # per metrics_snapshot_interval_ms
+
+
+def leaves_before_flush(message: Message, flushed_end_offset: int) -> bool:
+    """Whether `message` may be sent before its step's log flush (see the module's note)."""
+    body = message.body
+    return isinstance(body, FetchResponse) and all(
+        p.high_watermark <= flushed_end_offset for t in body.responses for p in t.partitions)
