@@ -6,18 +6,24 @@ task alone, so the core never sees two calls at once. One turn of the loop:
 
 1. take what is in the inbox (up to a bound) and feed it to the core, then tick it if a
    deadline passed;
-2. if any step appended, fsync the log (on the loop: it is shorter than a hand-over to a
-   worker thread) — nothing that depends on those records has left the node yet;
-3. send the steps' messages: responses complete the waiting server connection, requests
-   go out on peer connections and their answers come back through the inbox;
-4. resolve appends whose offsets are now committed, publish the events.
+2. if any step appended, send the Fetch responses whose high watermark is already durable
+   (as Kafka's leader does before its flush), then fsync the log (on the loop: it is
+   shorter than a hand-over to a worker thread) — nothing that depends on those records
+   has left the node yet;
+3. answer appends whose offsets are now committed (a commit's answer does not wait for
+   the high-watermark updates the same step sends to the followers);
+4. send the other messages: a response is written to its connection from the loop's turn
+   itself, requests go out on peer connections and their answers come back through the
+   inbox; publish the events.
 
 Publishing is fire-and-forget into the publisher's bounded buffer.
 """
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
+import functools
 import itertools
 import json
 import logging
@@ -25,22 +31,22 @@ import os
 import random
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from quorum.node.config import NodeConfig
 from quorum.node.faults import Faults
-from quorum.node.peer_client import PeerClients, PeerUnavailable
+from quorum.node.peer_client import Codec, PeerClients, PeerUnavailable
 from quorum.node.publisher import EventPublisher
 from quorum.node import requests as rq
-from quorum.node.server import Server
+from quorum.node.server import Reply, Server
 from quorum.raft import messages as m
 from quorum.raft.node import NotLeaderError, RaftNode
-from quorum.raft.output import Output
+from quorum.raft.output import Output, leaves_before_flush
 from quorum.storage.durable_log import DurableLog, DurableQuorumStateStore
 from quorum.storage.meta import check_or_claim, directory_id, directory_id_uuid
 from quorum.storage.segment_log import RecoveryReport
 from quorum.wire import apis as w
-from quorum.wire import translate
+from quorum.wire import fetch_codec, translate
 from quorum.wire.codec import Request, encode_response
 
 log = logging.getLogger(__name__)
@@ -52,14 +58,29 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+# How an append's outcome is told, once: (first, last) offsets, or the exception.
+AppendCallback = Callable[["tuple[int, int] | None", "BaseException | None"], None]
+
+
 @dataclass
 class _AppendWait:
     values: list[bytes]
-    future: asyncio.Future
+    callback: AppendCallback
     committed: bool = True   # False: answer once on the leader's disk (acks=1), not committed
     first: int = -1
     last: int = -1
     epoch: int = -1
+    finished: bool = False
+
+    def succeed(self) -> None:
+        if not self.finished:
+            self.finished = True
+            self.callback((self.first, self.last), None)
+
+    def fail(self, error: BaseException) -> None:
+        if not self.finished:
+            self.finished = True
+            self.callback(None, error)
 
 
 class QuorumNode:
@@ -70,8 +91,11 @@ class QuorumNode:
         self.rng = random.Random(seed)
         self.names = translate.TopicNames([config.topic])
         self.recovery: RecoveryReport | None = None
-        self._inbox: asyncio.Queue = asyncio.Queue()
-        self._inbound: dict[int, asyncio.Future] = {}
+        # what reaches the core, in arrival order; `_wakeup` is the loop task waiting for it
+        self._inbox: collections.deque[tuple] = collections.deque()
+        self._wakeup: asyncio.Future | None = None
+        # inbound requests the core has not answered yet: id -> (request, reply, expiry timer)
+        self._inbound: dict[int, tuple[Request, Reply, asyncio.TimerHandle]] = {}
         self._inbound_ids = itertools.count(1)
         self._lingering: list[_AppendWait] = []
         self._linger_deadline: float | None = None
@@ -102,7 +126,8 @@ class QuorumNode:
                              c.raft_config(), c.cluster_id, c.topic)
         peers = {i: (e.host, e.port) for i, e in c.voters.items() if i != c.node_id}
         self.peers = PeerClients(c.node_id, peers, self.faults, c.max_frame_bytes)
-        self.server = Server(c.listener.host, c.listener.port, self._handle_request, self.faults, c.max_frame_bytes)
+        self.server = Server(c.listener.host, c.listener.port, self._handle_request, self.faults, c.max_frame_bytes,
+                             read_fast=functools.partial(fetch_codec.read_request, names=self.names))
         await self.server.start()
         self._control = await self._start_control()
         self._spawn(self._run(), "raft-loop")
@@ -132,7 +157,7 @@ class QuorumNode:
         """Graceful: a leader resigns with EndQuorumEpoch (best effort, bounded) first."""
         if graceful and self.core is not None and self.core.is_leader:
             done = asyncio.get_running_loop().create_future()
-            await self._inbox.put(("resign", done))
+            self._post(("resign", done))
             resigned_epoch = self.core.epoch
             try:
                 await asyncio.wait_for(done, 2)
@@ -147,7 +172,7 @@ class QuorumNode:
                     self.core.epoch > resigned_epoch and self.core.leader_id not in (-1, self.config.node_id)):
                 await asyncio.sleep(0.01)
         self._stopping = True
-        await self._inbox.put(("stop",))
+        self._post(("stop",))
         # Cancel, but also bound the wait: asyncio.wait_for in Python 3.11 can swallow a
         # cancellation that races with its result, so the loop also checks `_stopping`.
         tasks = list(self._tasks)
@@ -155,9 +180,10 @@ class QuorumNode:
             t.cancel()
         if tasks:
             await asyncio.wait(tasks, timeout=2)
-        for fut in self._inbound.values():  # requests the stopped loop will never answer
-            if not fut.done():
-                fut.set_result(None)
+        for _, reply, timer in self._inbound.values():  # requests the stopped loop will never answer
+            timer.cancel()
+            reply.send(None)
+        self._inbound.clear()
         await self.server.close()
         if self._control is not None:
             self._control.close()
@@ -179,14 +205,10 @@ class QuorumNode:
             wait_ms = core.next_deadline() - now_ms()
             if self._linger_deadline is not None:
                 wait_ms = min(wait_ms, (self._linger_deadline - loop.time()) * 1000)
-            items = []
-            if self._inbox.empty() and wait_ms > 0:
-                try:
-                    items.append(await asyncio.wait_for(self._inbox.get(), wait_ms / 1000))
-                except asyncio.TimeoutError:
-                    pass
-            while len(items) < MAX_STEPS_PER_TURN and not self._inbox.empty():
-                items.append(self._inbox.get_nowait())
+            if not self._inbox and wait_ms > 0:
+                await self._inbox_or_timeout(loop, wait_ms / 1000)
+            inbox = self._inbox
+            items = [inbox.popleft() for _ in range(min(len(inbox), MAX_STEPS_PER_TURN))]
             outputs: list[Output] = []
             for item in items:
                 out = self._step(item)
@@ -200,6 +222,24 @@ class QuorumNode:
             if outputs:
                 await self._execute(outputs)
 
+    def _post(self, item: tuple) -> None:
+        """Hand an item to the loop task (from any coroutine or callback on the loop)."""
+        self._inbox.append(item)
+        wakeup = self._wakeup
+        if wakeup is not None and not wakeup.done():
+            wakeup.set_result(None)
+
+    async def _inbox_or_timeout(self, loop: asyncio.AbstractEventLoop, timeout_s: float) -> None:
+        # a bare future and a timer: one hop from `_post` to the loop task, where a Queue's
+        # get() under wait_for costs a task and three
+        self._wakeup = wakeup = loop.create_future()
+        timer = loop.call_later(timeout_s, _resolve, wakeup)
+        try:
+            await wakeup
+        finally:
+            timer.cancel()
+            self._wakeup = None
+
     def _step(self, item: tuple) -> Output | None:
         kind = item[0]
         core = self.core
@@ -210,7 +250,7 @@ class QuorumNode:
         if kind == "append":
             wait: _AppendWait = item[1]
             if not core.is_leader:
-                wait.future.set_exception(NotLeaderError(core.leader_id, core.epoch))
+                wait.fail(NotLeaderError(core.leader_id, core.epoch))
                 return None
             self._lingering.append(wait)
             if self._linger_deadline is None:
@@ -229,8 +269,7 @@ class QuorumNode:
             out = self.core.append(values, now_ms())
         except NotLeaderError as e:
             for wt in waits:
-                if not wt.future.done():
-                    wt.future.set_exception(e)
+                wt.fail(e)
             return []
         first = out.append_offsets[0]
         for wt in waits:
@@ -240,7 +279,16 @@ class QuorumNode:
         return [out]
 
     async def _execute(self, outputs: list[Output]) -> None:
-        if any(o.flush_log for o in outputs):
+        flush = any(o.flush_log for o in outputs)
+        if flush:
+            # Fetch responses whose high watermark is durable leave before the fsync, as
+            # Kafka's leader lets parked fetches return before it flushes: the followers
+            # append while this node's disk works.
+            flushed = self.log.flushed_end_offset()
+            for out in outputs:
+                for msg in out.messages:
+                    if leaves_before_flush(msg, flushed):
+                        self._respond(msg)
             slow = self.faults.slow_disk_ms / 1000
             self.log.segments.extra_flush_delay_s = slow
             if slow:   # an injected slow disk must not stop the node from serving meanwhile
@@ -250,15 +298,13 @@ class QuorumNode:
                 # over and the GIL coming back took ~1 ms a commit, profiled); what arrives
                 # meanwhile waits in the socket buffers and is taken in one turn afterwards
                 self.log.flush()
+        self._resolve_commits()
         for out in outputs:
             for msg in out.messages:
                 if msg.is_request:
-                    self._spawn(self._send_request(msg), "send")
+                    self._send_request(msg)
                 else:
-                    fut = self._inbound.pop(msg.correlation_id, None)
-                    if fut is not None and not fut.done():
-                        fut.set_result(msg.body)
-        self._resolve_commits()
+                    self._respond(msg)   # a no-op for one already sent before the flush
         for out in outputs:
             for ev in out.events:
                 if ev.TYPE == "state_change":
@@ -269,6 +315,26 @@ class QuorumNode:
                 for ev in out.events:
                     self.publisher.publish(ev)
 
+    def _respond(self, msg: m.Message) -> None:
+        """Write the core's answer to an inbound request on its connection, now."""
+        entry = self._inbound.pop(msg.correlation_id, None)
+        if entry is None:
+            return   # expired, or already sent
+        req, reply, timer = entry
+        timer.cancel()
+        try:
+            if req.api.key == w.FETCH and req.version == fetch_codec.VERSION:
+                reply.send(fetch_codec.encode_response(msg.body, req.correlation_id))
+            else:
+                reply.send(encode_response(req, translate.response_to_wire(msg.body, req.version)))
+        except Exception as e:   # an encoding bug drops that connection, not the node
+            reply.fail(e)
+
+    def _expire_inbound(self, cid: int) -> None:
+        entry = self._inbound.pop(cid, None)
+        if entry is not None:
+            entry[1].send(None)
+
     def _resolve_commits(self) -> None:
         if not self._commit_waits:
             return
@@ -276,37 +342,50 @@ class QuorumNode:
         hw = core.high_watermark
         keep = []
         for wt in self._commit_waits:
-            if wt.future.done():
+            if wt.finished:
                 continue
             # committed: below the high watermark and still the record this leader wrote
             if not wt.committed and wt.last < self.log.flushed_end_offset():
-                wt.future.set_result((wt.first, wt.last))
+                wt.succeed()
             elif wt.last < hw and wt.last < self.log.end_offset() and self.log.epoch_at(wt.last) == wt.epoch:
-                wt.future.set_result((wt.first, wt.last))
+                wt.succeed()
             elif not core.is_leader or core.epoch != wt.epoch:
-                wt.future.set_exception(NotLeaderError(core.leader_id, core.epoch))
+                wt.fail(NotLeaderError(core.leader_id, core.epoch))
             else:
                 keep.append(wt)
         self._commit_waits = keep
 
-    async def _send_request(self, msg: m.Message) -> None:
-        api_key, version, body = translate.request_to_wire(msg.body)
-        if api_key == w.FETCH and version >= 17:
-            for t in body.topics:  # tell the leader which data directory this replica is
-                for p in t.partitions:
-                    p.replica_directory_id = self.directory_id
-        timeout_s = self.config.request_timeout_ms / 1000
-        try:
-            resp = await self.peers.request(msg.destination, api_key, version, body, timeout_s)
-            core_resp = translate.response_from_wire(api_key, version, resp, self.names)
-            if isinstance(core_resp, m.FetchResponse) and self.faults.throttle_records_per_s > 0:
-                core_resp = await self._throttled(core_resp)
-        except (PeerUnavailable, Exception) as e:  # the core's own deadline handles the silence
-            if not isinstance(e, PeerUnavailable):
+    def _send_request(self, msg: m.Message) -> None:
+        if isinstance(msg.body, m.FetchRequest) and w.FETCH_VERSION == fetch_codec.VERSION:
+            api_key, version = w.FETCH, fetch_codec.VERSION
+            codec: Codec = _LeanFetch(msg.body, self.directory_id, self.names)
+        else:
+            codec = Codec(*translate.request_to_wire(msg.body))
+            api_key, version = codec.api_key, codec.version
+
+        def answered(resp: Any, error: BaseException | None) -> None:
+            if error is not None:   # the core's own deadline handles the silence
+                if not isinstance(error, PeerUnavailable):
+                    log.warning("node %d: request to %d failed: %r", self.config.node_id, msg.destination, error)
+                return
+            try:
+                core_resp = resp if isinstance(codec, _LeanFetch) else translate.response_from_wire(
+                    api_key, version, resp, self.names)
+            except Exception as e:
                 log.warning("node %d: request to %d failed: %r", self.config.node_id, msg.destination, e)
-            return
-        await self._inbox.put(("msg", m.Message(msg.destination, self.config.node_id, msg.correlation_id,
-                                                core_resp)))
+                return
+            if isinstance(core_resp, m.FetchResponse) and self.faults.throttle_records_per_s > 0:
+                self._spawn(self._post_throttled(msg, core_resp), "throttle")
+            else:
+                self._post_answer(msg, core_resp)
+
+        self.peers.send(msg.destination, codec, self.config.request_timeout_ms / 1000, answered)
+
+    def _post_answer(self, request: m.Message, core_resp: m.Response) -> None:
+        self._post(("msg", m.Message(request.destination, self.config.node_id, request.correlation_id, core_resp)))
+
+    async def _post_throttled(self, request: m.Message, resp: m.FetchResponse) -> None:
+        self._post_answer(request, await self._throttled(resp))
 
     async def _throttled(self, resp: m.FetchResponse) -> m.FetchResponse:
         """The fetched records a follower under a replication throttle keeps (the rest it fetches
@@ -331,37 +410,32 @@ class QuorumNode:
 
     # --- inbound requests ---------------------------------------------------------------------------
 
-    async def _handle_request(self, req: Request, peer: int | None) -> bytes | None:
+    def _handle_request(self, req: Request, peer: int | None, reply: Reply) -> None:
         key = req.api.key
         if key == w.API_VERSIONS:
-            return encode_response(req, rq.api_versions_response())
-        if key == w.METADATA:
-            return encode_response(req, self._metadata(req.body))
-        if key == w.DESCRIBE_CLUSTER:
-            return encode_response(req, rq.describe_cluster_response(
-                cluster_id=self.config.cluster_id, brokers=self._brokers(), leader_id=self.core.leader_id))
-        if key == w.PRODUCE:
-            return await self._produce(req)
-        if key == w.DESCRIBE_QUORUM:
-            return await self._describe_quorum(req)
-        core_req = translate.request_from_wire(key, req.version, req.body, self.names)
-        if key == w.FETCH:
-            self._note_directory_id(req)
-        source = _source_of(core_req, peer)
-        cid = next(self._inbound_ids)
-        fut = asyncio.get_running_loop().create_future()
-        self._inbound[cid] = fut
-        await self._inbox.put(("msg", m.Message(source, self.config.node_id, cid, core_req)))
-        limit = (self.config.request_timeout_ms + self.config.fetch_max_wait_ms) / 1000
-        try:
-            body = await asyncio.wait_for(fut, limit)
-        except asyncio.TimeoutError:
-            return None
-        finally:
-            self._inbound.pop(cid, None)
-        if body is None:  # shutting down
-            return None
-        return encode_response(req, translate.response_to_wire(body, req.version))
+            reply.send(encode_response(req, rq.api_versions_response()))
+        elif key == w.METADATA:
+            reply.send(encode_response(req, self._metadata(req.body)))
+        elif key == w.DESCRIBE_CLUSTER:
+            reply.send(encode_response(req, rq.describe_cluster_response(
+                cluster_id=self.config.cluster_id, brokers=self._brokers(), leader_id=self.core.leader_id)))
+        elif key == w.PRODUCE:
+            self._produce(req, reply)
+        elif key == w.DESCRIBE_QUORUM:
+            reply.send_when_done(self._describe_quorum(req))
+        else:   # a Raft request: the core answers it from the loop, which writes the reply
+            if isinstance(req.body, fetch_codec.DecodedRequest):
+                core_req = req.body.message
+                self._note_directory(core_req.replica_id, req.body.directory_id)
+            else:
+                core_req = translate.request_from_wire(key, req.version, req.body, self.names)
+                if key == w.FETCH:
+                    self._note_directory_id(req)
+            cid = next(self._inbound_ids)
+            limit = (self.config.request_timeout_ms + self.config.fetch_max_wait_ms) / 1000
+            timer = asyncio.get_running_loop().call_later(limit, self._expire_inbound, cid)
+            self._inbound[cid] = (req, reply, timer)
+            self._post(("msg", m.Message(_source_of(core_req, peer), self.config.node_id, cid, core_req)))
 
     def _brokers(self) -> list[tuple[int, str, int]]:
         c = self.config
@@ -407,40 +481,70 @@ class QuorumNode:
     def _note_directory_id(self, req: Request) -> None:
         state = getattr(req.body, "replica_state", None)
         replica = state.replica_id if state is not None else getattr(req.body, "replica_id", -1)
-        if replica is None or replica < 0:
-            return  # a consumer, not a replica
         for t in req.body.topics:
             for p in t.partitions:
-                d = getattr(p, "replica_directory_id", None)
-                if d is not None and d.int != 0:
-                    self._directory_ids[replica] = d
+                self._note_directory(replica, getattr(p, "replica_directory_id", None))
 
-    async def _produce(self, req: Request) -> bytes | None:
+    def _note_directory(self, replica: int | None, directory: Any) -> None:
+        if replica is None or replica < 0:
+            return  # a consumer, not a replica
+        if directory is not None and directory.int != 0:
+            self._directory_ids[replica] = directory
+
+    def _produce(self, req: Request, reply: Reply) -> None:
+        """Append each partition's records (only the quorum topic's partition 0 exists) and
+        answer once all are committed (acks=-1), on the leader's disk (acks=1) or at the
+        request's timeout; acks=0 has no answer. The answer is written from the loop's turn
+        that commits, like the core's own responses."""
         body = req.body
         results: dict[tuple[str, int], tuple[int, int]] = {}
+        appends: list[tuple[tuple[str, int], list[bytes]]] = []
         for t in body.topic_data:
             for p in t.partition_data:
                 if t.name != self.config.topic or p.index != 0:
                     results[(t.name, p.index)] = (rq.UNKNOWN_TOPIC_OR_PARTITION, -1)
                     continue
                 try:
-                    values = rq.produce_values(p)
+                    appends.append(((t.name, p.index), rq.produce_values(p)))
                 except Exception as e:
                     log.warning("node %d: bad produce records: %s", self.config.node_id, e)
                     results[(t.name, p.index)] = (rq.CORRUPT_MESSAGE, -1)
-                    continue
-                try:
-                    async with asyncio.timeout(max(body.timeout_ms, 1) / 1000):   # no task per append
-                        first, _ = await self.append(values, committed=body.acks == -1)
-                    results[(t.name, p.index)] = (0, first)
-                except NotLeaderError:
-                    results[(t.name, p.index)] = (m.Errors.NOT_LEADER_OR_FOLLOWER, -1)
-                except asyncio.TimeoutError:
-                    results[(t.name, p.index)] = (7, -1)  # REQUEST_TIMED_OUT
         if body.acks == 0:
-            return None
-        core = self.core
-        return encode_response(req, rq.produce_response(body, req.version, results, (core.leader_id, core.epoch)))
+            reply.send(None)
+        waiting = {key for key, _ in appends}
+
+        def answer() -> None:
+            timer.cancel()
+            if body.acks != 0:
+                core = self.core
+                for key in waiting:
+                    results[key] = (7, -1)  # REQUEST_TIMED_OUT
+                reply.send(encode_response(req, rq.produce_response(body, req.version, results,
+                                                                    (core.leader_id, core.epoch))))
+
+        def appended(key: tuple[str, int], offsets: tuple[int, int] | None, error: BaseException | None) -> None:
+            if key not in waiting:
+                return   # answered at the timeout already
+            waiting.discard(key)
+            if error is None:
+                results[key] = (0, offsets[0])
+            elif isinstance(error, NotLeaderError):
+                results[key] = (m.Errors.NOT_LEADER_OR_FOLLOWER, -1)
+            else:
+                results[key] = (rq.UNKNOWN_SERVER_ERROR, -1)
+            if not waiting:
+                answer()
+
+        def timed_out() -> None:
+            if waiting:
+                answer()
+                waiting.clear()
+
+        timer = asyncio.get_running_loop().call_later(max(body.timeout_ms, 1) / 1000, timed_out)
+        if not appends:
+            answer()
+        for key, values in appends:
+            self._post(("append", _AppendWait(values, functools.partial(appended, key), body.acks == -1)))
 
     # --- the append path ------------------------------------------------------------------------------
 
@@ -449,9 +553,14 @@ class QuorumNode:
         committed (or, with committed=False, once they are on the leader's disk: Kafka's
         acks=1). Raises NotLeaderError (with the leader it knows) on a non-leader or a lost
         leadership."""
-        wait = _AppendWait(list(values), asyncio.get_running_loop().create_future(), committed)
-        await self._inbox.put(("append", wait))
-        return await wait.future
+        fut = asyncio.get_running_loop().create_future()
+
+        def settle(offsets: tuple[int, int] | None, error: BaseException | None) -> None:
+            if not fut.done():
+                fut.set_exception(error) if error is not None else fut.set_result(offsets)
+
+        self._post(("append", _AppendWait(list(values), settle, committed)))
+        return await fut
 
     # --- metrics and status -------------------------------------------------------------------------------
 
@@ -515,6 +624,26 @@ class QuorumNode:
         if op != "status":
             log.warning("node %d: fault injection: %s -> %s", self.config.node_id, cmd, f.describe())
         return self.status()
+
+
+class _LeanFetch(Codec):
+    """A follower's Fetch in the lean v17 codec: the core's request to bytes, the answer
+    straight to the core's response."""
+
+    def __init__(self, request: m.FetchRequest, directory_id: Any, names: translate.TopicNames) -> None:
+        super().__init__(w.FETCH, fetch_codec.VERSION, request)
+        self.directory_id, self.names = directory_id, names
+
+    def encode(self, correlation_id: int, client_id: str) -> bytes:
+        return fetch_codec.encode_request(self.body, correlation_id, client_id, self.directory_id)
+
+    def decode(self, payload: bytes) -> m.FetchResponse:
+        return fetch_codec.read_response(payload, self.names)
+
+
+def _resolve(fut: asyncio.Future) -> None:
+    if not fut.done():
+        fut.set_result(None)
 
 
 def _source_of(req: m.Request, peer: int | None) -> int:

@@ -4,14 +4,16 @@ One `PeerConnection` per (peer, lane): Fetch gets its own lane because the leade
 fetch up to its long-poll time and responses on one connection come back in order, so a
 Vote or DescribeQuorum must not queue behind it. A connection is opened on first use,
 re-opened after any failure, and every request has a deadline; a request that cannot be
-answered resolves its future with an exception and the caller moves on.
+answered gets PeerUnavailable and the caller moves on. `send` hands the answer to a
+callback straight from the connection's reader (no task per request: the Raft loop's
+fetches go this way); `request` is the awaitable form.
 """
 from __future__ import annotations
 
 import asyncio
 import itertools
 import logging
-from typing import Any
+from typing import Any, Callable
 
 from quorum.node.faults import Faults
 from quorum.wire.apis import FETCH, SUPPORTED
@@ -24,6 +26,24 @@ class PeerUnavailable(ConnectionError):
     pass
 
 
+# What a request's sender is told, exactly once: the decoded response, or the exception.
+Callback = Callable[[Any, "BaseException | None"], None]
+
+
+class Codec:
+    """How one request becomes bytes and its answer a response: kafka-python's classes by
+    default; the node gives Fetch a leaner one."""
+
+    def __init__(self, api_key: int, version: int, body: Any) -> None:
+        self.api_key, self.version, self.body = api_key, version, body
+
+    def encode(self, correlation_id: int, client_id: str) -> bytes:
+        return encode_request(self.body, self.version, correlation_id, client_id)
+
+    def decode(self, payload: bytes) -> Any:
+        return decode_response(SUPPORTED[self.api_key], self.version, payload)
+
+
 class PeerConnection:
     def __init__(self, peer_id: int, host: str, port: int, client_id: str, max_frame_bytes: int):
         self.peer_id = peer_id
@@ -32,7 +52,8 @@ class PeerConnection:
         self.max_frame_bytes = max_frame_bytes
         self._writer: asyncio.StreamWriter | None = None
         self._reader_task: asyncio.Task | None = None
-        self._inflight: dict[int, tuple[int, int, asyncio.Future]] = {}
+        # correlation id -> (codec, callback, deadline timer)
+        self._inflight: dict[int, tuple[Codec, Callback, asyncio.TimerHandle]] = {}
         self._correlation = itertools.count(1)
         self._connect_lock = asyncio.Lock()
 
@@ -45,27 +66,52 @@ class PeerConnection:
             self._reader_task = asyncio.create_task(self._read_loop(reader, writer))
             return writer
 
-    async def request(self, api_key: int, version: int, body: Any, timeout_s: float) -> Any:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_s
-        try:
-            writer = await self._ensure_connected(timeout_s)
-        except (OSError, asyncio.TimeoutError) as e:
-            raise PeerUnavailable(f"cannot connect to node {self.peer_id} at {self.host}:{self.port}: {e}") from None
+    def send(self, codec: Codec, timeout_s: float, callback: Callback) -> None:
+        """Send a request; `callback` gets its answer, or PeerUnavailable, exactly once. On an
+        open connection this writes at once and the answer is handed over from the reader,
+        with no task in between (the Raft loop's fetches take this path)."""
+        writer = self._writer
+        if writer is not None and not writer.is_closing():
+            self._write(writer, codec, timeout_s, callback)
+            return
+
+        async def connect_then_write() -> None:
+            try:
+                w = await self._ensure_connected(timeout_s)
+            except (OSError, asyncio.TimeoutError) as e:
+                callback(None, PeerUnavailable(
+                    f"cannot connect to node {self.peer_id} at {self.host}:{self.port}: {e}"))
+                return
+            self._write(w, codec, timeout_s, callback)
+
+        task = asyncio.ensure_future(connect_then_write())
+        _CONNECTING.add(task)
+        task.add_done_callback(_CONNECTING.discard)
+
+    def _write(self, writer: asyncio.StreamWriter, codec: Codec, timeout_s: float, callback: Callback) -> None:
         cid = next(self._correlation)
-        fut = loop.create_future()
-        self._inflight[cid] = (api_key, version, fut)
+        timer = asyncio.get_running_loop().call_later(timeout_s, self._expire, cid, timeout_s)
+        self._inflight[cid] = (codec, callback, timer)
         try:
-            writer.write(encode_request(body, version, cid, self.client_id))
-            remaining = max(deadline - loop.time(), 0.001)
-            return await asyncio.wait_for(fut, remaining)
-        except asyncio.TimeoutError:
-            raise PeerUnavailable(f"node {self.peer_id}: no answer within {timeout_s:.1f}s") from None
+            writer.write(codec.encode(cid, self.client_id))
         except (OSError, ConnectionError) as e:
+            self._finish(cid, None, PeerUnavailable(f"node {self.peer_id}: {e}"))
             self.close()
-            raise PeerUnavailable(f"node {self.peer_id}: {e}") from None
-        finally:
-            self._inflight.pop(cid, None)
+
+    def _expire(self, cid: int, timeout_s: float) -> None:
+        self._finish(cid, None, PeerUnavailable(f"node {self.peer_id}: no answer within {timeout_s:.1f}s"))
+
+    def _finish(self, cid: int, response: Any, error: BaseException | None) -> None:
+        entry = self._inflight.pop(cid, None)
+        if entry is None:
+            return   # answered or expired already
+        entry[2].cancel()
+        entry[1](response, error)
+
+    async def request(self, api_key: int, version: int, body: Any, timeout_s: float) -> Any:
+        fut = asyncio.get_running_loop().create_future()
+        self.send(Codec(api_key, version, body), timeout_s, _settle(fut))
+        return await fut
 
     async def _read_loop(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         error: Exception = ConnectionResetError("connection closed")
@@ -78,12 +124,11 @@ class PeerConnection:
                 entry = self._inflight.get(cid)
                 if entry is None:
                     continue  # the caller gave up on it
-                api_key, version, fut = entry
-                if not fut.done():
-                    try:
-                        fut.set_result(decode_response(SUPPORTED[api_key], version, payload))
-                    except WireError as e:
-                        fut.set_exception(e)
+                try:
+                    response, failure = entry[0].decode(payload), None
+                except Exception as e:   # malformed or corrupt: that request fails, the link stays
+                    response, failure = None, e
+                self._finish(cid, response, failure)
         except (OSError, WireError, asyncio.IncompleteReadError) as e:
             error = e
         except asyncio.CancelledError:
@@ -92,9 +137,8 @@ class PeerConnection:
             if self._writer is writer:
                 self._writer = None
             writer.close()
-            for _, _, fut in list(self._inflight.values()):
-                if not fut.done():
-                    fut.set_exception(PeerUnavailable(f"node {self.peer_id}: {error}"))
+            for cid in list(self._inflight):
+                self._finish(cid, None, PeerUnavailable(f"node {self.peer_id}: {error}"))
 
     def close(self) -> None:
         if self._writer is not None:
@@ -102,6 +146,17 @@ class PeerConnection:
             self._writer = None
         if self._reader_task is not None:
             self._reader_task.cancel()
+
+
+_CONNECTING: set[asyncio.Task] = set()   # keeps connect-then-write tasks referenced until done
+
+
+def _settle(fut: asyncio.Future) -> Callback:
+    """A callback that completes `fut` with the answer or the error."""
+    def done(response: Any, error: BaseException | None) -> None:
+        if not fut.done():
+            fut.set_exception(error) if error is not None else fut.set_result(response)
+    return done
 
 
 class PeerClients:
@@ -117,23 +172,34 @@ class PeerClients:
     def knows(self, peer: int) -> bool:
         return peer in self.peers
 
-    async def request(self, peer: int, api_key: int, version: int, body: Any, timeout_s: float) -> Any:
+    def send(self, peer: int, codec: Codec, timeout_s: float, callback: Callback) -> None:
+        """Send a request to `peer`; `callback` gets the answer or PeerUnavailable, once."""
         if peer not in self.peers:
-            raise PeerUnavailable(f"node {peer} is not a voter this node knows the address of")
+            callback(None, PeerUnavailable(f"node {peer} is not a voter this node knows the address of"))
+            return
         # A cut link: the request (or its answer) vanishes. Nothing reaches the core, whose own
         # request deadline then expires exactly as for a real partition.
         if self.faults.drops_outbound(peer):
-            raise PeerUnavailable(f"node {peer}: link cut by fault injection")
-        lane = "fetch" if api_key == FETCH else "control"
+            callback(None, PeerUnavailable(f"node {peer}: link cut by fault injection"))
+            return
+        lane = "fetch" if codec.api_key == FETCH else "control"
         conn = self._conns.get((peer, lane))
         if conn is None:
             host, port = self.peers[peer]
             conn = PeerConnection(peer, host, port, f"quorum-node-{self.node_id}", self.max_frame_bytes)
             self._conns[(peer, lane)] = conn
-        response = await conn.request(api_key, version, body, timeout_s)
-        if self.faults.drops_inbound(peer):
-            raise PeerUnavailable(f"node {peer}: link cut by fault injection")
-        return response
+
+        def answered(response: Any, error: BaseException | None) -> None:
+            if error is None and self.faults.drops_inbound(peer):
+                response, error = None, PeerUnavailable(f"node {peer}: link cut by fault injection")
+            callback(response, error)
+
+        conn.send(codec, timeout_s, answered)
+
+    async def request(self, peer: int, api_key: int, version: int, body: Any, timeout_s: float) -> Any:
+        fut = asyncio.get_running_loop().create_future()
+        self.send(peer, Codec(api_key, version, body), timeout_s, _settle(fut))
+        return await fut
 
     def close(self) -> None:
         for c in self._conns.values():

@@ -13,6 +13,7 @@ from quorum.wire.codec import supported_api_keys
 LEADER_NOT_AVAILABLE = 5
 UNKNOWN_TOPIC_OR_PARTITION = 3
 CORRUPT_MESSAGE = 2
+UNKNOWN_SERVER_ERROR = -1
 
 
 def api_versions_response() -> Any:
