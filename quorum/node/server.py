@@ -55,6 +55,8 @@ class Reply:
     def send_when_done(self, awaitable: Awaitable[bytes | None]) -> None:
         """Complete with the result of a coroutine (run as a task) or future."""
         fut = asyncio.ensure_future(awaitable)
+        _RUNNING.add(fut)   # the loop holds tasks weakly: keep it until it is done
+        fut.add_done_callback(_RUNNING.discard)
         fut.add_done_callback(self._from_future)
 
     def _from_future(self, fut: asyncio.Future) -> None:
@@ -65,6 +67,8 @@ class Reply:
         else:
             self.send(fut.result())
 
+
+_RUNNING: set[asyncio.Future] = set()
 
 # The node's request handler: completes the Reply now or later.
 Handler = Callable[[Request, "int | None", Reply], None]
