@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -22,17 +21,13 @@ from pathlib import Path
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from quorum.loopback_ports import free_port  # also imported from here by the servers' callers
+
 DEFAULT_START_TIMEOUT_S = 30.0
 
 
 class BrokerError(RuntimeError):
     pass
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 def broker_binary() -> str:

@@ -16,11 +16,12 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 import urllib.request
 from pathlib import Path
+
+from quorum.loopback_ports import free_port
 
 EXECUTOR_MAIN = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
 
@@ -29,12 +30,6 @@ def spark_home() -> Path:
     """The pyspark package directory: it ships bin/spark-class and the jars."""
     import pyspark
     return Path(pyspark.__file__).resolve().parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def children(pid: int) -> list[int]:
