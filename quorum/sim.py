@@ -166,11 +166,13 @@ class Simulation:
                 self.stats["elections"] += 1
         if out.flush_log or n.flush_queue:
             flushed = n.log.flushed_end_offset()
-            early = [m for m in out.messages if leaves_before_flush(m, flushed)]
-            if early:   # as the node does: fetch responses whose high watermark is durable go now
-                for m in early:
+            later = []
+            for m in out.messages:   # as the node does: fetch responses whose high watermark is durable go now
+                if leaves_before_flush(m, flushed):
                     self._send(m)
-                out.messages = [m for m in out.messages if not leaves_before_flush(m, flushed)]
+                else:
+                    later.append(m)
+            out.messages = later
             n.flush_queue.append(out)
             if not n.flush_scheduled:
                 n.flush_scheduled = True

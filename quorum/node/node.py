@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 from quorum.node.config import NodeConfig
 from quorum.node.faults import Faults
-from quorum.node.peer_client import Codec, PeerClients, PeerUnavailable
+from quorum.node.peer_client import Codec, PeerClients, PeerUnavailable, settle
 from quorum.node.publisher import EventPublisher
 from quorum.node import requests as rq
 from quorum.node.server import Reply, Server
@@ -554,12 +554,7 @@ class QuorumNode:
         acks=1). Raises NotLeaderError (with the leader it knows) on a non-leader or a lost
         leadership."""
         fut = asyncio.get_running_loop().create_future()
-
-        def settle(offsets: tuple[int, int] | None, error: BaseException | None) -> None:
-            if not fut.done():
-                fut.set_exception(error) if error is not None else fut.set_result(offsets)
-
-        self._post(("append", _AppendWait(list(values), settle, committed)))
+        self._post(("append", _AppendWait(list(values), settle(fut), committed)))
         return await fut
 
     # --- metrics and status -------------------------------------------------------------------------------

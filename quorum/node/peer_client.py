@@ -110,7 +110,7 @@ class PeerConnection:
 
     async def request(self, api_key: int, version: int, body: Any, timeout_s: float) -> Any:
         fut = asyncio.get_running_loop().create_future()
-        self.send(Codec(api_key, version, body), timeout_s, _settle(fut))
+        self.send(Codec(api_key, version, body), timeout_s, settle(fut))
         return await fut
 
     async def _read_loop(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -151,8 +151,8 @@ class PeerConnection:
 _CONNECTING: set[asyncio.Task] = set()   # keeps connect-then-write tasks referenced until done
 
 
-def _settle(fut: asyncio.Future) -> Callback:
-    """A callback that completes `fut` with the answer or the error."""
+def settle(fut: asyncio.Future) -> Callback:
+    """A (result, error) callback that completes `fut` with the result or the error."""
     def done(response: Any, error: BaseException | None) -> None:
         if not fut.done():
             fut.set_exception(error) if error is not None else fut.set_result(response)
@@ -198,7 +198,7 @@ class PeerClients:
 
     async def request(self, peer: int, api_key: int, version: int, body: Any, timeout_s: float) -> Any:
         fut = asyncio.get_running_loop().create_future()
-        self.send(peer, Codec(api_key, version, body), timeout_s, _settle(fut))
+        self.send(peer, Codec(api_key, version, body), timeout_s, settle(fut))
         return await fut
 
     def close(self) -> None:

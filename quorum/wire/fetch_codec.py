@@ -12,9 +12,11 @@ gives malformed bytes their proper `WireError`.
 """
 from __future__ import annotations
 
+import functools
 import struct
 import uuid
 from dataclasses import dataclass
+from typing import Callable, Iterator, TypeVar
 
 from quorum.raft import messages as m
 from quorum.storage.durable_log import batches_to_records, records_to_batches
@@ -33,6 +35,9 @@ _RESP_PART = struct.Struct(">ihqqq")                   # index, error, high wate
 _EPOCH_END = struct.Struct(">iq")                      # DivergingEpoch: epoch, end offset
 _LEADER = struct.Struct(">ii")                         # CurrentLeader: leader id, leader epoch
 _REPLICA_STATE = struct.Struct(">iq")                  # ReplicaState: replica id, replica epoch
+
+
+T = TypeVar("T")
 
 
 class Unsupported(Exception):
@@ -80,6 +85,27 @@ class _Reader:
         v = self.buf[self.pos:self.pos + n]
         self.pos += n
         return v
+
+    def count(self) -> int:
+        """A compact array's length (null is not a shape this codec reads)."""
+        return self.uvarint() - 1
+
+    def topic(self, names) -> str:
+        """A topic id, as the name of a topic this node serves."""
+        name = names.by_id.get(self.uuid())
+        if name is None:
+            raise Unsupported("unknown topic id")
+        return name
+
+    def tagged(self) -> Iterator[int]:
+        """Each tagged field's tag, with the reader at its data; the caller reads the data,
+        and its size is checked against the field's."""
+        for _ in range(self.uvarint()):
+            tag, size = self.uvarint(), self.uvarint()
+            end = self.pos + size
+            yield tag
+            if self.pos != end:
+                raise Unsupported("tagged field size")
 
     def compact_string(self) -> str | None:
         n = self.uvarint()
@@ -144,16 +170,21 @@ def encode_request(r: m.FetchRequest, correlation_id: int, client_id: str,
     return _frame(out)
 
 
+def _bad_bytes_unsupported(decode: Callable[..., T]) -> Callable[..., T]:
+    """Bytes cut short or not UTF-8 are not a shape this codec reads either."""
+    @functools.wraps(decode)
+    def guarded(payload: bytes, names) -> T:
+        try:
+            return decode(payload, names)
+        except (struct.error, IndexError, ValueError) as e:
+            raise Unsupported(f"{type(e).__name__}: {e}") from None
+    return guarded
+
+
+@_bad_bytes_unsupported
 def decode_request(payload: bytes, names) -> tuple[m.FetchRequest, str | None, uuid.UUID | None]:
     """A Fetch v17 request's payload (after the frame size) as the core's message, the
     client id and the replica's directory id (None when it sent none)."""
-    try:
-        return _decode_request(payload, names)
-    except (struct.error, IndexError, ValueError) as e:   # cut short or not UTF-8
-        raise Unsupported(f"{type(e).__name__}: {e}") from None
-
-
-def _decode_request(payload: bytes, names) -> tuple[m.FetchRequest, str | None, uuid.UUID | None]:
     rd = _Reader(payload)
     api_key, version, _ = rd.take(_REQ_HEAD)
     if api_key != w.FETCH or version != VERSION:
@@ -166,17 +197,13 @@ def _decode_request(payload: bytes, names) -> tuple[m.FetchRequest, str | None, 
         raise Unsupported("fetch session")
     directory = None
     topics = []
-    for _ in range(rd.uvarint() - 1):
-        tid = rd.uuid()
-        name = names.by_id.get(tid)
-        if name is None:
-            raise Unsupported("unknown topic id")
+    for _ in range(rd.count()):
+        name = rd.topic(names)
         parts = []
-        for _ in range(rd.uvarint() - 1):
+        for _ in range(rd.count()):
             partition, leader_epoch, offset, last_epoch, log_start, part_max = rd.take(_REQ_PART)
-            for _ in range(rd.uvarint()):
-                tag, size = rd.uvarint(), rd.uvarint()
-                if tag != 0 or size != 16:
+            for tag in rd.tagged():
+                if tag != 0:
                     raise Unsupported("partition tagged field")
                 directory = rd.uuid()
             parts.append(m.FetchPartition(partition, leader_epoch, offset, last_epoch, log_start, part_max))
@@ -186,9 +213,7 @@ def _decode_request(payload: bytes, names) -> tuple[m.FetchRequest, str | None, 
         raise Unsupported("forgotten topics")
     rd.compact_string()          # rack id
     cluster_id, replica_id, replica_epoch = None, -1, -1
-    for _ in range(rd.uvarint()):
-        tag, size = rd.uvarint(), rd.uvarint()
-        end = rd.pos + size
+    for tag in rd.tagged():
         if tag == 0:
             cluster_id = rd.compact_string()
         elif tag == 1:
@@ -196,8 +221,6 @@ def _decode_request(payload: bytes, names) -> tuple[m.FetchRequest, str | None, 
             rd.no_tags()
         else:
             raise Unsupported("request tagged field")
-        if rd.pos != end:
-            raise Unsupported("tagged field size")
     rd.end()
     return (m.FetchRequest(cluster_id, replica_id, max_wait, tuple(topics), min_bytes, max_bytes, replica_epoch),
             client_id, directory)
@@ -232,27 +255,18 @@ def encode_response(r: m.FetchResponse, correlation_id: int) -> bytes:
     return _frame(out)
 
 
+@_bad_bytes_unsupported
 def decode_response(payload: bytes, names) -> m.FetchResponse:
     """A Fetch v17 response's payload (after the frame size) as the core's message."""
-    try:
-        return _decode_response(payload, names)
-    except (struct.error, IndexError, ValueError) as e:
-        raise Unsupported(f"{type(e).__name__}: {e}") from None
-
-
-def _decode_response(payload: bytes, names) -> m.FetchResponse:
     rd = _Reader(payload)
     rd.take(_I32)                # correlation id
     rd.no_tags()
     throttle, error, _session = rd.take(_RESP_FIXED)
     topics = []
-    for _ in range(rd.uvarint() - 1):
-        tid = rd.uuid()
-        name = names.by_id.get(tid)
-        if name is None:
-            raise Unsupported("unknown topic id")
+    for _ in range(rd.count()):
+        name = rd.topic(names)
         parts = []
-        for _ in range(rd.uvarint() - 1):
+        for _ in range(rd.count()):
             index, perror, hw, _lso, log_start = rd.take(_RESP_PART)
             if rd.uvarint() != 0:
                 raise Unsupported("aborted transactions")
@@ -263,9 +277,7 @@ def _decode_response(payload: bytes, names) -> m.FetchResponse:
             data = rd.raw(n - 1)
             records = tuple(batches_to_records(bytes(data))) if data else ()
             diverging, leader = None, m.LeaderIdAndEpoch(-1, -1)
-            for _ in range(rd.uvarint()):
-                tag, size = rd.uvarint(), rd.uvarint()
-                end = rd.pos + size
+            for tag in rd.tagged():
                 if tag == 0:
                     epoch, end_offset = rd.take(_EPOCH_END)
                     rd.no_tags()
@@ -275,8 +287,6 @@ def _decode_response(payload: bytes, names) -> m.FetchResponse:
                     rd.no_tags()
                 else:
                     raise Unsupported("partition tagged field")
-                if rd.pos != end:
-                    raise Unsupported("tagged field size")
             parts.append(m.FetchPartitionData(index, perror, hw, leader, diverging, records, log_start))
         rd.no_tags()
         topics.append(m.FetchableTopicResponse(name, tuple(parts)))
@@ -298,14 +308,16 @@ def read_request(payload: bytes, names) -> Request | None:
     """The server's fast path: a `Request` whose body is a `DecodedRequest`, or None when
     the general decoder should read these bytes (another API or version, an unusual shape,
     or malformed bytes, which it rejects with the proper error)."""
-    if len(payload) < 4 or _I16.unpack_from(payload)[0] != w.FETCH or _I16.unpack_from(payload, 2)[0] != VERSION:
+    if len(payload) < _REQ_HEAD.size:
+        return None
+    api_key, version, correlation_id = _REQ_HEAD.unpack_from(payload)
+    if api_key != w.FETCH or version != VERSION:
         return None
     try:
         message, client_id, directory = decode_request(payload, names)
     except Unsupported:
         return None
-    return Request(w.SUPPORTED[w.FETCH], VERSION, _REQ_HEAD.unpack_from(payload)[2], client_id,
-                   DecodedRequest(message, directory))
+    return Request(w.SUPPORTED[w.FETCH], VERSION, correlation_id, client_id, DecodedRequest(message, directory))
 
 
 def read_response(payload: bytes, names) -> m.FetchResponse:
