@@ -16,6 +16,10 @@ unlike `from_json`, it keeps each value's JSON type, so `"5"` for an integer fie
 
 Where Spark and the Python decoder differ, on purpose or by necessity:
   - JSON with a duplicate key is `invalid_json` here (Python keeps the last value);
+  - a text with more after its first JSON value (`{...} x`, `{...},{...}`) is that value here:
+    Spark's JSON parsers stop after it, where Python refuses the text as `invalid_json`.
+    Reading the whole text (`json_array_length` of the text as an array) would cost 2 to 5 us
+    a record, about a tenth of decoding (measured), for input no emitter writes;
   - nested ReplicaState errors name their field as `voters[].replica_id`.
 """
 from __future__ import annotations
