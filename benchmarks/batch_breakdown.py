@@ -8,6 +8,12 @@ commit time, for the health query. Settings to compare are given as Spark settin
     python benchmarks/batch_breakdown.py
     python benchmarks/batch_breakdown.py --spark-conf spark.sql.shuffle.partitions=2
     python benchmarks/batch_breakdown.py --no-dead-letters --no-kafka-sink
+    python benchmarks/batch_breakdown.py --rules 12    # where query planning's time goes
+
+`--rules N` adds the N analyzer and optimizer rules that took the most time per batch while
+measuring (Spark's RuleExecutor metrics, the driver's whole session: the query's re-planning in
+every micro-batch and the foreachBatch body's own plans), with how many of their runs changed
+the plan: a rule that is costly and never effective is the plan's size at work.
 """
 from __future__ import annotations
 
@@ -36,6 +42,8 @@ def main() -> None:
     ap.add_argument("--no-dead-letters", action="store_true")
     ap.add_argument("--no-kafka-sink", action="store_true")
     ap.add_argument("--spark-conf", nargs="*", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--rules", type=int, default=0, metavar="N",
+                    help="print the N planning rules that took the most time per batch")
     args = ap.parse_args()
 
     from quorum.embedded_broker import EmbeddedBroker
@@ -89,8 +97,11 @@ def main() -> None:
             while time.time() * 1000 < load.start_ms + args.warmup_seconds * 1000:
                 time.sleep(0.05)
             first = job.health_query.lastProgress["batchId"] if job.health_query.lastProgress else 0
+            rule_metrics = spark._jvm.org.apache.spark.sql.catalyst.rules.RuleExecutor
+            rule_metrics.resetMetrics()
             cpu0, t0 = tree.seconds(), time.perf_counter()
             result = load.await_done()
+            rules = rule_times(rule_metrics.dumpTimeSpent())
             cpu = TreeCpu.used(cpu0, tree.seconds()) / (time.perf_counter() - t0)
             progresses = [p for p in job.health_query.recentProgress if p["batchId"] > first]
             job.stop()
@@ -116,6 +127,24 @@ def main() -> None:
     rows = [p.get("numInputRows", 0) for p in progresses]
     print(f"  input rows per batch: median {statistics.median(rows) if rows else 0:.0f}")
     print(json.dumps(progresses[-1].get("stateOperators"), indent=None)[:600] if progresses else "")
+    if args.rules and progresses:
+        batches = len(progresses)
+        print(f"  planning rules, {sum(r[1] for r in rules) / batches:.0f} ms a batch in all; the {args.rules} costliest:")
+        for name, total_ms, effective_runs, runs in sorted(rules, key=lambda r: -r[1])[:args.rules]:
+            print(f"  {name.rsplit('.', 1)[-1]:>44}: {total_ms / batches:6.1f} ms a batch, "
+                  f"{effective_runs} of {runs} runs changed the plan")
+
+
+def rule_times(dump: str) -> list[tuple[str, float, int, int]]:
+    """(rule, total ms, effective runs, runs) from RuleExecutor.dumpTimeSpent()'s table."""
+    out = []
+    for line in dump.splitlines():
+        parts = line.split()
+        if len(parts) == 5 and parts[2] == "/" and "/" in parts[3:]:
+            continue
+        if len(parts) == 7 and parts[2] == "/" and parts[5] == "/" and parts[1].isdigit():
+            out.append((parts[0], int(parts[3]) / 1e6, int(parts[4]), int(parts[6])))
+    return out
 
 
 if __name__ == "__main__":
