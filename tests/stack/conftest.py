@@ -102,14 +102,24 @@ def leader_of(state):
     return int(float(result[0]["value"][1])) if result else None
 
 
-def await_healthy(state, timeout_s: float = 90) -> None:
-    """The quorum healthy, every voter caught up, and no alert of the stack firing."""
+def await_healthy(state, timeout_s: float = 90, settle_s: float = 5) -> None:
+    """The quorum healthy, every replica caught up, and no alert of the stack firing, for
+    `settle_s` in a row. Observers count too: right after a leader change an observer is
+    lagging for a moment, and a job killed then leaves that verdict in the Pushgateway while it
+    restarts, long enough for QuorumObserverLagging's `for:`. And in a row: a verdict reaches
+    Prometheus a second or two after the quorum changes."""
+    calm_since: list[float] = []
+
     def calm():
         healthy = promql(state, f'quorum_status{{cluster="{CLUSTER}",status="healthy"}} == 1')
-        behind = promql(state, f'quorum_replica_status{{cluster="{CLUSTER}",role="voter",status!="caught_up"}} == 1')
+        behind = promql(state, f'quorum_replica_status{{cluster="{CLUSTER}",status!="caught_up"}} == 1')
         alerts = [a for a in firing(state) if a["metric"].get("cluster") in (CLUSTER, None, "_monitor")]
-        return healthy and not behind and not alerts
-    await_value("a healthy quorum with no alert firing", calm, timeout_s)
+        if not healthy or behind or alerts:
+            calm_since.clear()
+            return False
+        calm_since[:] = calm_since or [time.monotonic()]
+        return time.monotonic() - calm_since[0] >= settle_s
+    await_value(f"a healthy quorum with no alert firing for {settle_s:g} s", calm, timeout_s)
 
 
 def health_events(state, since_ms: int = 0) -> list[dict]:
