@@ -140,8 +140,6 @@ def rule_times(dump: str) -> list[tuple[str, float, int, int]]:
     out = []
     for line in dump.splitlines():
         parts = line.split()
-        if len(parts) == 5 and parts[2] == "/" and "/" in parts[3:]:
-            continue
         if len(parts) == 7 and parts[2] == "/" and parts[5] == "/" and parts[1].isdigit():
             out.append((parts[0], int(parts[3]) / 1e6, int(parts[4]), int(parts[6])))
     return out
