@@ -48,6 +48,7 @@ import local_services as svc  # noqa: E402
 from alert_console import AlertConsole  # noqa: E402
 
 from quorum.embedded_broker import EmbeddedBroker, free_port  # noqa: E402
+from quorum.storage.atomic_file import write_atomically  # noqa: E402
 
 STOP_TIMEOUT_S = 15
 START_TIMEOUT_S = 60
@@ -168,8 +169,9 @@ class Stack:
         nodes = {n.node_id: {"address": n.address, "config": str(n.config_path), "voter": n.voter}
                  for n in self.nodes.values()}
         restarts = self.supervisor.restarts if self.supervisor else 0
-        self.state_file.write_text(json.dumps({"launcher": os.getpid(), "pids": pids, "urls": self.urls,
-                                               "nodes": nodes, "job_restarts": restarts}, indent=2))
+        # replaced whole: `status`, `chaos` and the tests read it while the supervisor rewrites it
+        write_atomically(self.state_file, json.dumps({"launcher": os.getpid(), "pids": pids, "urls": self.urls,
+                                                      "nodes": nodes, "job_restarts": restarts}, indent=2).encode())
 
     def node_name(self, node_id: int) -> str:
         return f"node-{node_id}"
