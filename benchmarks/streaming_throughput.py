@@ -308,7 +308,7 @@ def drain_stages(spark, broker, args, tmp: Path, raw: float) -> None:
     from pyspark.sql import functions as F
 
     from quorum.synthetic import SyntheticConfig, publish
-    from streaming.decode import check_records, dead_letters, valid_events
+    from streaming.decode import route_records
     from streaming.source import open_stream
 
     def timed(df, checkpoint: Path) -> float:
@@ -325,10 +325,8 @@ def drain_stages(spark, broker, args, tmp: Path, raw: float) -> None:
     print(f"drain stages ({total:,} records, local[2], start-up included):")
     elapsed = timed(open_stream(spark, "python", options), tmp / "cp-source")
     print(f"  source only:     {total / elapsed:>10,.0f} events/s  ({total / elapsed / raw:.3f} x raw)")
-    checked = open_stream(spark, "python", options).transform(check_records())
-    both = checked.transform(valid_events).select(F.lit(1).alias("v")).unionByName(
-        checked.transform(dead_letters).select(F.lit(0).alias("v")))
-    elapsed = timed(both, tmp / "cp-decode")
+    routed = open_stream(spark, "python", options).transform(route_records())
+    elapsed = timed(routed.select(F.length("record_json").alias("n")), tmp / "cp-decode")
     print(f"  source + decode: {total / elapsed:>10,.0f} events/s  ({total / elapsed / raw:.3f} x raw)", flush=True)
 
 

@@ -1,31 +1,38 @@
-"""Decode and validate the events topic's records in Spark, with the event contract's own rules.
+"""Decode the events topic's records in Spark on a fast path; the rest go to the contract's own decoder.
 
-Pure `DataFrame -> DataFrame` transforms, chained by the job:
+One `DataFrame -> DataFrame` transform, used by the job:
 
-    checked = raw.transform(check_records(max_future_ms))   # adds `_error` (null when valid)
-    events  = checked.transform(valid_events)               # envelope columns, valid records only
-    dead    = checked.transform(dead_letters)               # reason, field, raw bytes, Kafka position
-    checked.select(*event_columns(), dead_letter_json())    # both at once, on one read (the job)
-    counts  = dead.transform(count_by_reason)               # reason -> records
+    routed = raw.transform(route_records(max_future_ms))
+    # -> cluster_id, topic, partition (the quorum key), record_json, plus _accepted, _time_ms
 
-Validation is generated from `quorum.events.field_specs`, so it follows the contract as it
-changes, and gives the same first error (`ContractError.code` and field) as `events.decode`
-(a test compares the two on a corpus of bad records). Records are parsed once into a Variant:
-unlike `from_json`, it keeps each value's JSON type, so `"5"` for an integer field is
-`wrong_type` rather than silently cast, and a missing field is told apart from a `null` one.
+Spark parses each record once, typed (`from_json`), and accepts it when the contract's simple
+rules hold for it: the hot record types (`fetch`, `metrics`), every field present with its JSON
+type, ranges, choices, the cross-field rules, not too far in the future. An accepted record is
+packed for the health processor as before (`schema.RECORD_JSON`). Every other record (a rarer
+type, anything odd) goes to the health processor as it was read, under the quorum key Spark
+could read from it (`DEAD_LETTER_KEY` when none), and there `quorum.events.decode` itself
+decides: a valid one is folded in with the others in Kafka order, a reject becomes a dead letter
+with the decoder's own reason and field (`streaming.health.raw_records`).
 
-Where Spark and the Python decoder differ, on purpose or by necessity:
-  - JSON with a duplicate key is `invalid_json` here (Python keeps the last value);
-  - a text with more after its first JSON value (`{...} x`, `{...},{...}`) is that value here:
-    Spark's JSON parsers stop after it, where Python refuses the text as `invalid_json`.
-    Reading the whole text (`json_array_length` of the text as an array) would cost 2 to 5 us
-    a record, about a tenth of decoding (measured), for input no emitter writes;
-  - nested ReplicaState errors name their field as `voters[].replica_id`.
+Why this split, by measurement: the exact diagnosis in SQL (a CASE per field, the record's JSON
+kinds read from a Variant) made Spark's plan large, and Spark plans and generates the code of
+every micro-batch anew: planning took 256 ms of a 1.8 s batch at 3,800 events/s. The fast path
+must never accept what the contract refuses and must hand the processor the same values;
+`tests/streaming/job/test_decode.py` checks both on a corpus of about 400 broken records.
+
+How the fast path stays exact without reading each value's JSON kind:
+  - a long field is read strictly by Spark (a string, a fraction, a boolean or an integer beyond
+    64 bits fails the parse and sets `_corrupt`), so only the range is left to check;
+  - a choice field can hold no other JSON kind that reads as one of its choices;
+  - a free-text field (`cluster_id`, `topic`) is read as a Variant and must be a JSON string;
+  - a `fetch` or `metrics` record has no nested object, so its text must hold exactly one `}`,
+    its last character: no text after the object (Spark would read the first value and stop),
+    and no nested object anywhere;
+  - the one optional field (`dropped_events_total`) may be null only when the text holds no
+    `null` at all: absent takes the default, a JSON null is a reject.
 """
 from __future__ import annotations
 
-import dataclasses
-from functools import lru_cache
 from typing import Callable
 
 from pyspark.sql import Column, DataFrame
@@ -34,224 +41,154 @@ from pyspark.sql import functions as F
 from quorum import events
 from quorum.events import FieldSpec
 
-ERROR = "_error"
-VARIANT = "_json"
 RECORD = "_record"
+ACCEPTED = "_accepted"
+TIME_MS = "_time_ms"
 CHECKED_AT = "_checked_at_ms"
-KAFKA_COLUMNS = ("key", "topic", "partition", "offset", "timestamp")
-DEAD_LETTER_COLUMNS = ("reason", "field", "record_type", "value", "key", "topic", "partition", "offset",
-                       "timestamp", "dead_lettered_at")
-
-_SQL_TYPES = {"string": "string", "long": "bigint", "long_list": "array<bigint>",
-              "replica_list": "array<struct<%s>>" % ",".join(
-                  f"{fs.name}:bigint" for fs in events.field_specs(events.ReplicaState))}
-
-
-def _quote(s: str) -> str:
-    return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def _err(code: str, field: str) -> str:
-    assert code in events.ContractError.CODES, code
-    return f"named_struct('code', {_quote(code)}, 'field', {_quote(field)})"
-
-
-def _json_kind(var: str, name: str) -> str:
-    """The JSON type of `var.name` as Spark names it (BIGINT, STRING, ARRAY<...>, OBJECT<...>,
-    VOID for null, DECIMAL(p,s)/DOUBLE for other numbers); SQL NULL when the key is absent."""
-    return f"schema_of_variant(variant_get({var}, '$.{name}', 'variant'))"
-
-
-def _top_kind(name: str) -> str:
-    return f"_kind_{name}"
-
-
-def _top_value(fs: FieldSpec) -> str:
-    return f"{RECORD}.{fs.name}"
-
-
-def _field_error(fs: FieldSpec, label: str, kind_of: Callable[[str], str] = _top_kind,
-                 value_of: Callable[[FieldSpec], str] = _top_value) -> str:
-    """SQL for the first error of one field, or NULL; mirrors `events._check_value`. The value
-    is only read once the kind is right, so a lenient cast ("5" -> 5) never passes a check."""
-    kind = kind_of(fs.name)
-    missing = f"WHEN {kind} IS NULL THEN {_err('missing_field', label)}" if fs.required else \
-        f"WHEN {kind} IS NULL THEN NULL"
-    value = value_of(fs)
-    if fs.kind == "string":
-        checks = [f"WHEN {kind} <> 'STRING' THEN {_err('wrong_type', label)}"]
-        if fs.choices is None:
-            checks.append(f"WHEN {value} = '' THEN {_err('bad_value', label)}")
-        else:
-            checks.append(f"WHEN {value} NOT IN ({', '.join(map(_quote, fs.choices))}) THEN {_err('bad_value', label)}")
-    elif fs.kind == "long":
-        # An integer too large for 64 bits comes as DECIMAL(p,0): the contract calls it out of range.
-        checks = [f"WHEN {kind} RLIKE '^DECIMAL\\\\([0-9]+,0\\\\)$' THEN {_err('out_of_range', label)}",
-                  f"WHEN {kind} <> 'BIGINT' THEN {_err('wrong_type', label)}"]
-        if fs.minimum is not None:
-            checks.append(f"WHEN {value} < {fs.minimum} THEN {_err('out_of_range', label)}")
-    elif fs.kind == "long_list":
-        checks = [f"WHEN NOT startswith({kind}, 'ARRAY') THEN {_err('wrong_type', label)}",
-                  f"WHEN {kind} NOT IN ('ARRAY<BIGINT>', 'ARRAY<VOID>') THEN {_err('bad_value', label)}",
-                  f"WHEN exists({value}, x -> x IS NULL OR x < 0) THEN {_err('bad_value', label)}"]
-    elif fs.kind == "replica_list":
-        # Rare (collector snapshots): checked element by element on the Variant itself.
-        items = f"try_variant_get({VARIANT}, '$.{fs.name}', 'array<variant>')"
-        element_errors = ", ".join(
-            _field_error(sub, f"{fs.name}[].{sub.name}", lambda n: _json_kind("r", n),
-                         lambda f: f"variant_get(r, '$.{f.name}', '{_SQL_TYPES[f.kind]}')")
-            for sub in events.field_specs(events.ReplicaState))
-        per_item = (f"CASE WHEN NOT startswith(schema_of_variant(r), 'OBJECT') "
-                    f"THEN {_err('not_an_object', fs.name + '[]')} ELSE coalesce({element_errors}) END")
-        checks = [f"WHEN NOT startswith({kind}, 'ARRAY') THEN {_err('wrong_type', label)}",
-                  f"ELSE get(filter(transform({items}, r -> {per_item}), e -> e IS NOT NULL), 0)"]
-    else:
-        raise AssertionError(fs.kind)
-    return f"CASE {missing} {' '.join(checks)} END"
-
-
-# Cross-field rules of the record types' `check()` methods (keep in step with quorum/events.py;
-# the decode-vs-contract test fails when they drift).
-_CROSS_FIELD_CHECKS: dict[str, list[tuple[str, str]]] = {
-    "fetch": [("{outcome} = 'valid' AND {fetch_offset} > {leader_log_end_offset}", "fetch_offset"),
-              ("{high_watermark} > {leader_log_end_offset}", "high_watermark")],
-    "metrics": [("{last_committed_offset} >= 0 AND {last_applied_offset} > {last_committed_offset}",
-                 "last_applied_offset")],
-}
-
-
-def _cross_field_error(rtype: str) -> str:
-    values = {fs.name: f"{RECORD}.{fs.name}" for fs in events.field_specs(events.RECORD_TYPES[rtype])}
-    whens = [f"WHEN {condition.format(**values)} THEN {_err('inconsistent', field)}"
-             for condition, field in _CROSS_FIELD_CHECKS.get(rtype, [])]
-    return f"CASE {' '.join(whens)} END" if whens else "NULL"
-
-
-@lru_cache(maxsize=1)
-def _field_checks() -> dict[FieldSpec, str]:
-    """One check column per distinct field spec: a name can carry different constraints in
-    different record types (`leader_id` is >= 0 in a fetch, >= -1 in metrics)."""
-    out: dict[FieldSpec, str] = {}
-    for cls in events.RECORD_TYPES.values():
-        for fs in events.field_specs(cls):
-            fs = dataclasses.replace(fs, doc="")  # the same rule documented twice is one check
-            if fs not in out:
-                out[fs] = f"_check_{fs.name}_{sum(1 for f in out if f.name == fs.name)}"
-    return out
-
-
-def _field_column(fs: FieldSpec) -> str:
-    return _field_checks()[dataclasses.replace(fs, doc="")]
-
-
-def _record_error(now_ms: str, max_future_ms: int) -> str:
-    """The first error of a record, given the per-field error columns (`_check_<field>`)."""
-    type_kind, version_kind = _top_kind("type"), _top_kind("version")
-    per_type = []
-    for rtype, cls in events.RECORD_TYPES.items():
-        fields = ", ".join(_field_column(fs) for fs in events.field_specs(cls))
-        future = (f"CASE WHEN {RECORD}.time_ms > {now_ms} + {int(max_future_ms)} "
-                  f"THEN {_err('future_timestamp', 'time_ms')} END")
-        per_type.append(f"WHEN {RECORD}.type = {_quote(rtype)} THEN coalesce({fields}, "
-                        f"{_cross_field_error(rtype)}, {future})")
-    supported = ", ".join(str(v) for v in sorted(events.SUPPORTED_VERSIONS))
-    # JSON null for `type`/`version` counts as missing, as in events.from_dict (obj.get(...) is None).
-    return f"""CASE
-        WHEN value IS NULL OR NOT is_valid_utf8(cast(value AS string)) OR {VARIANT} IS NULL
-            THEN {_err('invalid_json', 'record')}
-        WHEN {RECORD} IS NULL THEN {_err('not_an_object', 'record')}
-        WHEN {type_kind} IS NULL OR {type_kind} = 'VOID' THEN {_err('missing_field', 'type')}
-        WHEN {type_kind} <> 'STRING' THEN {_err('wrong_type', 'type')}
-        WHEN {RECORD}.type NOT IN ({', '.join(map(_quote, events.RECORD_TYPES))}) THEN {_err('unknown_type', 'type')}
-        WHEN {version_kind} IS NULL OR {version_kind} = 'VOID' THEN {_err('missing_field', 'version')}
-        WHEN {version_kind} RLIKE '^DECIMAL\\\\([0-9]+,0\\\\)$' THEN {_err('unsupported_version', 'version')}
-        WHEN {version_kind} <> 'BIGINT' THEN {_err('wrong_type', 'version')}
-        WHEN {RECORD}.version NOT IN ({supported}) THEN {_err('unsupported_version', 'version')}
-        {' '.join(per_type)}
-    END"""
-
-
-def _envelope_ddl() -> str:
-    return ", ".join(f"{f.name}: {f.dataType.simpleString()}" for f in events.envelope_spark_schema().fields)
-
+CORRUPT = "_corrupt"
+TEXT = "_text"
+FAST_TYPES = ("fetch", "metrics")
+FREE_TEXT = "variant"  # the Spark type free-text fields are read as (their JSON kind is kept)
 
 # The processing clock, read per row. Not `current_timestamp()`: Spark folds that into a literal
 # per micro-batch, so the generated code differs every batch and is compiled again each time
 # (measured: +1.3 s per batch on this machine).
 _WALL_CLOCK_MS = "cast(reflect('java.lang.System', 'currentTimeMillis') AS bigint)"
 
-
-def check_records(max_future_ms: int = events.DEFAULT_MAX_FUTURE_MS,
-                  now: Column | None = None) -> Callable[[DataFrame], DataFrame]:
-    """Parse `value` (binary JSON) and add `_error` (struct code, field; null when the record is
-    valid) with the parsed record (`_json`, and typed: `_record`) and `_checked_at_ms`. `now` is
-    the processing clock (default: the wall clock when the record is checked); records stamped
-    more than `max_future_ms` after it are rejected."""
-    now_ms = F.unix_millis(now) if now is not None else F.expr(_WALL_CLOCK_MS)
-    error = _record_error(CHECKED_AT, max_future_ms)
-    envelope = f"struct<{_envelope_ddl()}>"
-
-    def transform(df: DataFrame) -> DataFrame:
-        # In steps, each field's JSON kind, value and error computed once in an expression of
-        # its own (a map of kinds looked up in every check was 5 times slower).
-        parsed = df.withColumn(VARIANT, F.expr("try_parse_json(cast(value AS string))"))
-        names = ["type", "version", *events.envelope_fields()]
-        # A non-object does not cast to the struct: `_record` null means "not an object".
-        typed = (parsed
-                 .withColumns({_top_kind(n): F.expr(_json_kind(VARIANT, n)) for n in names})
-                 .withColumn(RECORD, F.expr(f"try_variant_get({VARIANT}, '$', '{envelope}')"))
-                 .withColumn(CHECKED_AT, now_ms))
-        fields = _field_checks()
-        checked = typed.withColumns({column: F.expr(_field_error(fs, fs.name)) for fs, column in fields.items()})
-        return (checked.withColumn(ERROR, F.expr(error))
-                .drop(*fields.values(), *[_top_kind(n) for n in names]))
-    return transform
+# Cross-field rules of the fast types' `check()` methods (keep in step with quorum/events.py;
+# the fast-path test fails when they drift).
+_CROSS_FIELD_RULES: dict[str, list[str]] = {
+    "fetch": ["NOT ({outcome} = 'valid' AND {fetch_offset} > {leader_log_end_offset})",
+              "{high_watermark} <= {leader_log_end_offset}"],
+    "metrics": ["NOT ({last_committed_offset} >= 0 AND {last_applied_offset} > {last_committed_offset})"],
+}
 
 
-def event_columns() -> list[Column]:
-    """The columns of `valid_events`, computed on any checked record (null-filled for a reject)."""
+def _quote(s: str) -> str:
+    return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _fast_fields() -> dict[str, FieldSpec]:
+    """The fields of the fast types, by name (a name has one kind across types)."""
+    out: dict[str, FieldSpec] = {}
+    for rtype in FAST_TYPES:
+        for fs in events.field_specs(events.RECORD_TYPES[rtype]):
+            out.setdefault(fs.name, fs)
+    return out
+
+
+def _sql_type(fs: FieldSpec) -> str:
+    if fs.kind == "string":
+        return FREE_TEXT if fs.choices is None else "string"
+    return {"long": "bigint", "long_list": "array<bigint>"}[fs.kind]
+
+
+def _fast_schema() -> str:
+    fields = [f"{name}: {_sql_type(fs)}" for name, fs in _fast_fields().items()]
+    return f"struct<type: string, version: bigint, {', '.join(fields)}, {CORRUPT}: string>"
+
+
+def _value(fs: FieldSpec) -> str:
+    """The field's typed value (a free-text field's string, null when it is no JSON string)."""
+    v = f"{RECORD}.{fs.name}"
+    if fs.kind == "string" and fs.choices is None:
+        return f"CASE WHEN schema_of_variant({v}) = 'STRING' THEN variant_get({v}, '$', 'string') END"
+    return v
+
+
+def _field_ok(fs: FieldSpec) -> str:
+    """True when the field passes the contract's rule (null when it is missing or mistyped)."""
+    v = f"{RECORD}.{fs.name}"
+    if fs.kind == "string":
+        if fs.choices is not None:
+            return f"{v} IN ({', '.join(map(_quote, fs.choices))})"
+        return f"{_value(fs)} <> ''"
+    if fs.kind == "long":
+        rule = f"{v} >= {fs.minimum}" if fs.minimum is not None else f"{v} IS NOT NULL"
+        if not fs.required:  # absent takes the default; a JSON null is refused (see the docstring)
+            return f"({rule} OR ({v} IS NULL AND NOT contains({TEXT}, 'null')))"
+        return rule
+    if fs.kind == "long_list":
+        return f"NOT exists({v}, x -> x IS NULL OR x < 0)"
+    raise AssertionError(f"{fs.name}: {fs.kind} has no fast check")
+
+
+def _type_ok(rtype: str) -> str:
+    cls = events.RECORD_TYPES[rtype]
+    specs = events.field_specs(cls)
+    values = {fs.name: f"{RECORD}.{fs.name}" for fs in specs}
+    rules = [_field_ok(fs) for fs in specs] + [r.format(**values) for r in _CROSS_FIELD_RULES.get(rtype, [])]
+    return " AND ".join(f"({r})" for r in rules)
+
+
+def _accepted(max_future_ms: int) -> str:
+    supported = ", ".join(str(v) for v in sorted(events.SUPPORTED_VERSIONS))
+    per_type = " ".join(f"WHEN {_quote(t)} THEN {_type_ok(t)}" for t in FAST_TYPES)
+    return f"""coalesce(
+        {RECORD}.{CORRUPT} IS NULL AND is_valid_utf8({TEXT})
+        AND instr({TEXT}, '}}') = length({TEXT})
+        AND {RECORD}.version IN ({supported})
+        AND {RECORD}.time_ms <= {CHECKED_AT} + {int(max_future_ms)}
+        AND CASE {RECORD}.type {per_type} ELSE false END, false)"""
+
+
+def _event_columns() -> list[Column]:
+    """An accepted record's columns that the health processor reads (`schema.INPUT_COLUMNS`): a
+    field that does not belong to its type is null (and left out of its packed JSON)."""
+    from streaming.health.schema import INPUT_COLUMNS
     owners: dict[str, list[str]] = {}
-    for rtype, cls in events.RECORD_TYPES.items():
-        for fs in events.field_specs(cls):
+    for rtype in FAST_TYPES:
+        for fs in events.field_specs(events.RECORD_TYPES[rtype]):
             owners.setdefault(fs.name, []).append(rtype)
-    columns = [F.col(f"{RECORD}.type").alias("type"), F.col(f"{RECORD}.version").alias("version")]
-    for name, fs in events.envelope_fields().items():
-        value = f"{RECORD}.{name}" if fs.required else f"coalesce({RECORD}.{name}, {fs.default!r})"
-        in_types = ", ".join(map(_quote, owners[name]))
-        columns.append(F.expr(f"CASE WHEN {RECORD}.type IN ({in_types}) THEN {value} END").alias(name))
+    columns = [F.col(f"{RECORD}.type").alias("type")]
+    for name, fs in _fast_fields().items():
+        if name not in INPUT_COLUMNS:
+            continue
+        value = _value(fs)
+        if not fs.required:
+            value = f"coalesce({value}, {fs.default!r})"
+        if len(owners[name]) < len(FAST_TYPES):
+            value = f"CASE WHEN {RECORD}.type IN ({', '.join(map(_quote, owners[name]))}) THEN {value} END"
+        columns.append(F.expr(value).alias(name))
     # Where each record was in Kafka: one quorum's records share a partition, and their offsets
     # are the order they were published in (the health state folds them in that order).
     columns += [F.col("partition").alias("_kafka_partition"), F.col("offset").alias("_offset")]
     return columns
 
 
-def valid_events(checked: DataFrame) -> DataFrame:
-    """The valid records with the columns of `events.envelope_spark_schema()` (a field that does
-    not belong to the record's type is null, an optional one missing takes its default), then
-    their Kafka partition and offset as `_kafka_partition` and `_offset`."""
-    return checked.where(F.col(ERROR).isNull()).select(*event_columns())
+def _raw_record_json() -> Column:
+    """A record not accepted on the fast path, as the health processor receives it: its bytes
+    and where it was in Kafka (`streaming.health.raw_records` reads it)."""
+    # binary columns: to_json writes them in base64 (unlike `base64()`, without line breaks)
+    return F.to_json(F.struct(F.col("value").alias("_raw"), F.col("key").alias("_key"),
+                              F.col("topic").alias("_topic"), F.col("partition").alias("_kafka_partition"),
+                              F.col("offset").alias("_offset"), F.unix_millis("timestamp").alias("_timestamp_ms")),
+                     {"ignoreNullFields": "true"})
 
 
-def dead_letter_columns() -> list[Column]:
-    """The columns of `dead_letters` (`DEAD_LETTER_COLUMNS`), computed on a rejected record."""
-    return [F.col(f"{ERROR}.code").alias("reason"), F.col(f"{ERROR}.field").alias("field"),
-            F.coalesce(F.col(f"{RECORD}.type"), F.lit("record")).alias("record_type"),
-            F.col("value"), *[F.col(c) for c in KAFKA_COLUMNS],
-            F.timestamp_millis(F.col(CHECKED_AT)).alias("dead_lettered_at")]
+def route_records(max_future_ms: int = events.DEFAULT_MAX_FUTURE_MS,
+                  now: Column | None = None) -> Callable[[DataFrame], DataFrame]:
+    """Kafka rows (`value`, `key`, `topic`, `partition`, `offset`, `timestamp`) -> the health
+    processor's input: the quorum key, `record_json` (packed when accepted, raw otherwise),
+    `_accepted` and `_time_ms` (the accepted record's event time). `now` is the processing
+    clock (default: the wall clock when the record is checked)."""
+    from streaming.health.schema import DEAD_LETTER_KEY, KEY_COLUMNS, RECORD_JSON
+    now_ms = F.unix_millis(now) if now is not None else F.expr(_WALL_CLOCK_MS)
+    fields = _fast_fields()
 
-
-def dead_letters(checked: DataFrame) -> DataFrame:
-    """The rejected records: reason (a `ContractError.code`), field, record type when known,
-    the raw bytes, where they were in Kafka, and when they were rejected."""
-    return checked.where(F.col(ERROR).isNotNull()).select(*dead_letter_columns())
-
-
-def dead_letter_json() -> Column:
-    """A rejected record as one JSON line, as Spark's JSON writer writes `dead_letters` rows
-    (raw bytes in base64, times in ISO 8601, null fields left out)."""
-    return F.to_json(F.struct(*dead_letter_columns()), {"ignoreNullFields": "true"})
-
-
-def count_by_reason(dead: DataFrame) -> DataFrame:
-    """Rejected records per reason code."""
-    return dead.groupBy("reason").agg(F.count(F.lit(1)).alias("records"))
+    def transform(df: DataFrame) -> DataFrame:
+        parsed = (df.withColumn(TEXT, F.col("value").cast("string"))
+                  .withColumn(RECORD, F.from_json(TEXT, _fast_schema(), {"columnNameOfCorruptRecord": CORRUPT}))
+                  .withColumn(CHECKED_AT, now_ms))
+        checked = parsed.withColumn(ACCEPTED, F.expr(_accepted(max_future_ms)))
+        accepted = F.col(ACCEPTED)
+        packed = F.to_json(F.struct(*_event_columns()), {"ignoreNullFields": "true"})
+        # a record Spark could not read a quorum key from has none: the processor's reserved key
+        key = [F.expr(_value(fields["cluster_id"])), F.expr(_value(fields["topic"])), F.col(f"{RECORD}.partition")]
+        readable = key[0].isNotNull() & (key[0] != "") & key[1].isNotNull() & key[2].isNotNull()
+        routed = [F.when(accepted | readable, k).otherwise(F.lit(reserved)).alias(name)
+                  for k, name, reserved in zip(key, KEY_COLUMNS, DEAD_LETTER_KEY)]
+        return checked.select(*routed, F.when(accepted, packed).otherwise(_raw_record_json()).alias(RECORD_JSON),
+                              accepted.alias(ACCEPTED),
+                              F.when(accepted, F.col(f"{RECORD}.time_ms")).alias(TIME_MS))
+    return transform

@@ -1,12 +1,12 @@
 """The streaming job: events topic -> decode -> health state -> Prometheus / Kafka / console.
 
-One query, `quorum_health`, checkpointed in `<checkpoint>/health`: source -> `check_records` ->
-the valid records' columns and, for a reject, its dead-letter line -> `build_health_stream` ->
-the sinks' batch writer. The topic is read and decoded once: rejects ride through the health
-processor under a key of their own and the writer puts them in `dead_letters.path`, one file per
-batch. `observe()` on the decoded records gives, per micro-batch, the records read, the newest
-event time and the rejects by reason, which a query listener hands to the writer's monitor (the
-job's own health metrics). Offsets are read exactly once across restarts (the source's ranges
+One query, `quorum_health`, checkpointed in `<checkpoint>/health`: source -> `route_records`
+(Spark's fast path packs the records it accepts; the others ride raw) -> `build_health_stream`
+(the processor decides the raw ones with the contract's decoder; rejects come out as
+`dead_letter` rows) -> the sinks' batch writer, which puts the rejects in `dead_letters.path`,
+one file per batch, and counts them by reason. The topic is read once. `observe()` on the routed
+records gives, per micro-batch, the records read and the newest event time, which a query
+listener hands to the writer's monitor (the job's own health metrics). Offsets are read exactly once across restarts (the source's ranges
 come from the checkpoint); a restarted job resumes its health state from the state store.
 """
 from __future__ import annotations
@@ -19,9 +19,8 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from quorum import events
 from streaming.config import DEFAULT_DEAD_LETTER_TRIGGER_MS, JobConfig
-from streaming.decode import ERROR, RECORD, check_records, dead_letter_json, event_columns, valid_events
+from streaming.decode import TIME_MS, route_records
 from streaming.health import build_health_stream
 from streaming.job_logging import BATCH_LOGGER, batch_line, spark_conf
 from streaming.sinks import HealthBatchWriter, make_batch_writer
@@ -32,7 +31,6 @@ from streaming.state_partitions import check_state_partitions
 log = logging.getLogger(__name__)
 
 HEALTH_QUERY = "quorum_health"
-DEAD_LETTER = "_dead_letter"
 INPUT_OBSERVATION = "quorum_input"
 
 
@@ -47,21 +45,19 @@ def session_for(cfg: JobConfig) -> SparkSession:
                        shuffle_partitions=cfg.spark.state_partitions(master), extra_conf=conf)
 
 
-def checked_events(spark: SparkSession, cfg: JobConfig) -> DataFrame:
-    """The topic's records with their validation verdict (`check_records`)."""
+def routed_events(spark: SparkSession, cfg: JobConfig) -> DataFrame:
+    """The topic's records as the health processor takes them (`route_records`)."""
     # a busy batch is read by as many tasks as there are state partitions (the cores, by default)
     options = {**cfg.source.reader_options(), "minPartitions": spark.conf.get("spark.sql.shuffle.partitions")}
     raw = open_stream(spark, cfg.source.kind, options)
-    return raw.transform(check_records(cfg.decode.max_future_ms))
+    return raw.transform(route_records(cfg.decode.max_future_ms))
 
 
-def observe_input(checked: DataFrame) -> DataFrame:
-    """Per-batch input metrics, computed on the records as they pass (no second read)."""
-    valid = F.col(ERROR).isNull()
-    metrics = [F.count(F.lit(1)).alias("records"),
-               F.max(F.when(valid, F.col(f"{RECORD}.time_ms"))).alias("newest_event_ms")]
-    metrics += [F.count_if(F.col(f"{ERROR}.code") == code).alias(code) for code in events.ContractError.CODES]
-    return checked.observe(INPUT_OBSERVATION, *metrics)
+def observe_input(routed: DataFrame) -> DataFrame:
+    """Per-batch input metrics, computed on the records as they pass (no second read). The
+    rejects are counted by the batch writer, from the processor's `dead_letter` rows."""
+    metrics = [F.count(F.lit(1)).alias("records"), F.max(F.col(TIME_MS)).alias("newest_event_ms")]
+    return routed.observe(INPUT_OBSERVATION, *metrics)
 
 
 def report_observation(monitor: MonitorMetrics, observed: dict) -> None:
@@ -70,9 +66,6 @@ def report_observation(monitor: MonitorMetrics, observed: dict) -> None:
     if row is None:
         return
     monitor.record_input(int(row.get("records") or 0), row.get("newest_event_ms"))
-    invalid = {code: int(row.get(code) or 0) for code in events.ContractError.CODES if row.get(code)}
-    if invalid:
-        monitor.record_invalid(invalid)
 
 
 def _input_listener(writer: HealthBatchWriter):
@@ -91,7 +84,8 @@ def _input_listener(writer: HealthBatchWriter):
                 report_observation(writer.monitor, observed)
                 if batches.isEnabledFor(logging.INFO):
                     quorums = [view.quorum for view in writer.snapshot.views()]
-                    batches.info(batch_line(progress, observed.get(INPUT_OBSERVATION), quorums))
+                    batches.info(batch_line(progress, observed.get(INPUT_OBSERVATION), quorums,
+                                            writer.dead_letters_in(progress.get("batchId"))))
 
         def onQueryIdle(self, event) -> None:
             pass
@@ -144,13 +138,8 @@ def start_job(spark: SparkSession, cfg: JobConfig, writer: HealthBatchWriter | N
         log.warning("dead_letters.trigger_interval_ms is no longer used: dead letters are written with every "
                     "health batch (job.trigger_interval_ms), from the same read of the topic")
 
-    checked = observe_input(checked_events(spark, cfg))
-    if cfg.dead_letters.enabled:
-        dead_letter = F.when(F.col(ERROR).isNotNull(), dead_letter_json())
-        records = checked.select(*event_columns(), dead_letter.alias(DEAD_LETTER))
-        health = build_health_stream(records, cfg.health, dead_letter=F.col(DEAD_LETTER))
-    else:
-        health = build_health_stream(checked.transform(valid_events), cfg.health)
+    routed = observe_input(routed_events(spark, cfg))
+    health = build_health_stream(routed, cfg.health, max_future_ms=cfg.decode.max_future_ms)
     health_query = (health.writeStream.queryName(HEALTH_QUERY).outputMode("update").foreachBatch(writer)
                     .option("checkpointLocation", str(checkpoint / "health"))
                     .trigger(processingTime=trigger).start())

@@ -15,7 +15,6 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
-from quorum import events
 
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -60,12 +59,13 @@ def spark_conf(conf: dict[str, str]) -> dict[str, str]:
     return out
 
 
-def batch_line(progress: dict[str, Any], observed: dict[str, Any] | None, quorums: Iterable[dict[str, Any]]) -> str:
+def batch_line(progress: dict[str, Any], observed: dict[str, Any] | None, quorums: Iterable[dict[str, Any]],
+               dead: int = 0) -> str:
     """One micro-batch in a line: its id, records read, dead letters (records failing the event
-    contract), quorums known, the unhealthy ones by name and status, how long it took."""
+    contract: `dead`, counted by the batch writer), quorums known, the unhealthy ones by name and
+    status, how long it took."""
     observed = observed or {}
     records = int(observed.get("records") or progress.get("numInputRows") or 0)
-    dead = sum(int(observed.get(code) or 0) for code in events.ContractError.CODES)
     quorums = list(quorums)
     unhealthy = sorted((q["cluster_id"], q["status"]) for q in quorums if q.get("status") != "healthy")
     duration_ms = int((progress.get("durationMs") or {}).get("triggerExecution") or 0)

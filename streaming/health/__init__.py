@@ -4,8 +4,10 @@ Entry point for the job: `build_health_stream(events_df, health_cfg)`.
 """
 from __future__ import annotations
 
+from quorum.events import DEFAULT_MAX_FUTURE_MS
+
 from .config import ConfigError, HealthConfig
-from .schema import DEAD_LETTER_KEY, HEALTH_COLUMNS, HEALTH_SCHEMA, INPUT_COLUMNS, KEY_COLUMNS, KINDS, RECORD_JSON
+from .schema import HEALTH_COLUMNS, HEALTH_SCHEMA, INPUT_COLUMNS, KEY_COLUMNS, KINDS, RECORD_JSON
 from .statuses import QUORUM_STATUSES, REPLICA_STATUSES
 
 __all__ = ["build_health_stream", "health_input", "packed_input", "HealthConfig", "ConfigError", "HEALTH_SCHEMA", "HEALTH_COLUMNS", "KINDS",
@@ -31,26 +33,20 @@ def health_input(events_df):
     return events_df.select(*_present(events_df)).where(_usable())
 
 
-def packed_input(events_df, dead_letter=None):
+def packed_input(events_df):
     """`health_input`, each record packed into one JSON column next to its quorum key
-    (`PACKED_COLUMNS`): the shape the processor receives (see schema.RECORD_JSON for why).
-
-    `dead_letter`: a column of `events_df` holding, for a record that failed decoding, its
-    dead-letter JSON line (null on valid records). Those records then go to the processor under
-    `DEAD_LETTER_KEY`, their line as the record, and come back as `dead_letter` rows: one read of
-    the topic serves both."""
+    (`PACKED_COLUMNS`): the shape the processor receives (see schema.RECORD_JSON for why). A
+    frame that is in that shape already (the job's `streaming.decode.route_records`, where
+    records Spark did not accept ride raw, to be decided by the processor) is taken as it is."""
     from pyspark.sql import functions as F
+    if RECORD_JSON in events_df.columns:
+        return events_df.select(*KEY_COLUMNS, RECORD_JSON)
     record = F.to_json(F.struct(*_present(events_df)), {"ignoreNullFields": "true"})
-    if dead_letter is None:
-        return health_input(events_df).select(*KEY_COLUMNS, record.alias(RECORD_JSON))
-    dead = dead_letter.isNotNull()
-    keys = [F.when(dead, F.lit(reserved)).otherwise(F.col(c)).alias(c)
-            for c, reserved in zip(KEY_COLUMNS, DEAD_LETTER_KEY)]
-    return (events_df.where(dead | _usable())
-            .select(*keys, F.when(dead, dead_letter).otherwise(record).alias(RECORD_JSON)))
+    return health_input(events_df).select(*KEY_COLUMNS, record.alias(RECORD_JSON))
 
 
-def build_health_stream(events_df, health_cfg: HealthConfig, api: str | None = None, dead_letter=None):
+def build_health_stream(events_df, health_cfg: HealthConfig, api: str | None = None,
+                        max_future_ms: int = DEFAULT_MAX_FUTURE_MS):
     """Health rows (schema `HEALTH_SCHEMA`, see schema.py) from the stream of valid events.
 
     `events_df`: the decoded valid records, columns of `quorum.events.envelope_spark_schema()`
@@ -61,8 +57,11 @@ def build_health_stream(events_df, health_cfg: HealthConfig, api: str | None = N
     processing-time trigger (timers fire only when micro-batches run) and a checkpoint location
     (the state lives in the RocksDB state store configured by `build_spark`).
 
-    `api` overrides the processor flavour ("pandas" or "row"); the default is the measured choice.
-    `dead_letter`: see `packed_input`; the rejects then come out as `dead_letter` rows.
+    Or `events_df` is the job's routed input (`streaming.decode.route_records`): the records
+    Spark did not accept are decided by `quorum.events.decode` in the processor (stamps more than
+    `max_future_ms` ahead of the wall clock refused), and the rejects come out as `dead_letter`
+    rows. `api` overrides the processor flavour ("pandas" or "row"); the default is the measured
+    choice.
 
     Note for drivers and tests: with processing-time timers the operator asks for a (no-data)
     micro-batch at every trigger, so `trigger(availableNow=True)` never finishes and
@@ -71,13 +70,13 @@ def build_health_stream(events_df, health_cfg: HealthConfig, api: str | None = N
     """
     from .processor import HEALTH_API, QuorumHealthPandasProcessor, QuorumHealthRowProcessor
     api = api or HEALTH_API
-    grouped = packed_input(events_df, dead_letter).groupBy(*KEY_COLUMNS)
+    grouped = packed_input(events_df).groupBy(*KEY_COLUMNS)
     if api == "pandas":
         return grouped.transformWithStateInPandas(
-            statefulProcessor=QuorumHealthPandasProcessor(health_cfg), outputStructType=HEALTH_SCHEMA,
+            statefulProcessor=QuorumHealthPandasProcessor(health_cfg, max_future_ms=max_future_ms), outputStructType=HEALTH_SCHEMA,
             outputMode="Update", timeMode="ProcessingTime")
     if api == "row":
         return grouped.transformWithState(
-            statefulProcessor=QuorumHealthRowProcessor(health_cfg), outputStructType=HEALTH_SCHEMA,
+            statefulProcessor=QuorumHealthRowProcessor(health_cfg, max_future_ms=max_future_ms), outputStructType=HEALTH_SCHEMA,
             outputMode="Update", timeMode="ProcessingTime")
     raise ValueError(f"api must be 'pandas' or 'row', got {api!r}")

@@ -34,13 +34,16 @@ from __future__ import annotations
 
 import json
 import time
-from itertools import islice
+from itertools import chain, islice
 from typing import Any, Callable, Iterable, Iterator
 
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 
+from quorum.events import DEFAULT_MAX_FUTURE_MS
+
 from .clocks import anchor_processing
 from .config import HealthConfig
+from .raw_records import decide, is_raw
 from .schema import DEAD_LETTER_KEY, DEAD_LETTER_KIND, HEALTH_COLUMNS, RECORD_JSON, unpack_record
 from .tracker import QuorumTracker, new_state
 
@@ -138,21 +141,48 @@ class _QuorumHealthLogic:
 class _QuorumHealthProcessor(StatefulProcessor):
     """The handlers Spark calls; subclasses only convert input and output."""
 
-    def __init__(self, cfg: HealthConfig, wall_clock_ms: Callable[[], int] | None = None):
+    def __init__(self, cfg: HealthConfig, wall_clock_ms: Callable[[], int] | None = None,
+                 max_future_ms: int = DEFAULT_MAX_FUTURE_MS):
         self.logic = _QuorumHealthLogic(cfg, wall_clock_ms)
+        self.max_future_ms = max_future_ms
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.logic.init(handle)
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[Any]:
-        if _is_dead_letter_key(key):  # no quorum: the decoder's rejects, handed back as they are
-            for texts in self._texts(rows):
-                yield from self._emit([{"kind": DEAD_LETTER_KIND, "cluster_id": DEAD_LETTER_KEY[0],
-                                        "topic": DEAD_LETTER_KEY[1], "partition": DEAD_LETTER_KEY[2],
-                                        "dead_letter": t} for t in texts])
+        key = _quorum_key(key)
+        rejects: list[tuple[str, str]] = []
+        chunks = self._records(key, rows, rejects)
+        if _is_dead_letter_key(key):  # no quorum: only rejects come here, and no state is kept
+            for _ in chunks:
+                pass
+            yield from self._emit(_dead_letter_rows(key, rejects))
             return
-        out = self.logic.on_input(key, self._chunks(rows), timerValues.getCurrentProcessingTimeInMs())
-        yield from self._emit(out)
+        # A key whose records were all rejected (a quorum key on garbage) gets no state either.
+        first: list[dict[str, Any]] = []
+        for first in chunks:
+            if first:
+                break
+        if first:
+            out = self.logic.on_input(key, chain([first], chunks), timerValues.getCurrentProcessingTimeInMs())
+            yield from self._emit(out)
+        yield from self._emit(_dead_letter_rows(key, rejects))
+
+    def _records(self, key: tuple, rows, rejects: list[tuple[str, str]]) -> Iterator[list[dict[str, Any]]]:
+        """The key's records for the tracker, a bounded list at a time; those Spark's fast path
+        did not accept are decided here (`raw_records`), their rejects appended to `rejects`."""
+        for texts in self._texts(rows):
+            records = []
+            for t in texts:
+                if not is_raw(t):
+                    records.append(unpack_record(t))
+                    continue
+                record, reject = decide(t, key, self.logic.wall_clock_ms(), self.max_future_ms)
+                if record is not None:
+                    records.append(record)
+                else:
+                    rejects.append(reject)
+            yield records
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[Any]:
         out = self.logic.on_timer(key, timerValues.getCurrentProcessingTimeInMs())
@@ -161,6 +191,11 @@ class _QuorumHealthProcessor(StatefulProcessor):
 
     def close(self) -> None:
         pass
+
+
+def _dead_letter_rows(key: tuple, rejects: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    return [{"kind": DEAD_LETTER_KIND, "cluster_id": key[0], "topic": key[1], "partition": key[2],
+             "status": reason, "dead_letter": line} for reason, line in rejects]
 
 
 def _quorum_key(key: tuple) -> tuple:
@@ -182,11 +217,6 @@ class QuorumHealthPandasProcessor(_QuorumHealthProcessor):
             for start in range(0, len(texts), CHUNK_RECORDS):
                 yield texts[start:start + CHUNK_RECORDS]
 
-    @classmethod
-    def _chunks(cls, frames) -> Iterator[list[dict[str, Any]]]:
-        for texts in cls._texts(frames):
-            yield [unpack_record(t) for t in texts]
-
     @staticmethod
     def _emit(out: list[dict[str, Any]]):
         import pandas as pd
@@ -202,11 +232,6 @@ class QuorumHealthRowProcessor(_QuorumHealthProcessor):
         rows = iter(rows)
         while chunk := [r[RECORD_JSON] for r in islice(rows, CHUNK_RECORDS)]:
             yield chunk
-
-    @classmethod
-    def _chunks(cls, rows) -> Iterator[list[dict[str, Any]]]:
-        for texts in cls._texts(rows):
-            yield [unpack_record(t) for t in texts]
 
     @staticmethod
     def _emit(out: list[dict[str, Any]]):

@@ -26,10 +26,12 @@ from pyspark.sql import types as T
 KINDS = ("quorum", "replica", "transition", "cause", "window", "truncation", "forget", "voter_set", "incarnation",
          "replaced", "rejected")
 EVENT_KINDS = KINDS[2:]
-# Records that failed decoding ride through the processor under a key no quorum can have (the
-# contract forbids an empty cluster id), so that the job reads the topic once for both; the
-# processor hands each back as a `dead_letter` row, its JSON line in `dead_letter`, and keeps no
-# state for them. The batch writer takes these rows out before anything else sees the batch.
+# Records Spark's fast path did not accept ride to the processor raw (`raw_records`), under their
+# quorum key, or under this one, which no quorum can have (the contract forbids an empty cluster
+# id), when Spark could read no key from them. The processor decides each with the contract's
+# decoder and hands a reject back as a `dead_letter` row: its reason code in `status`, its JSON
+# line in `dead_letter`; it keeps no state for a key that sent only rejects. The batch writer
+# takes these rows out before anything else sees the batch.
 DEAD_LETTER_KIND = "dead_letter"
 DEAD_LETTER_KEY = ("", "", -1)
 
@@ -89,7 +91,7 @@ HEALTH_FIELDS: list[tuple[str, T.DataType, str]] = [
     ("window_start_ms", T.LongType(), "window: interval start (its `status`: caught_up, lagging or unknown)"),
     ("window_end_ms", T.LongType(), "window: interval end"),
     ("dead_letter", T.StringType(), "dead_letter rows: the rejected record (reason, field, raw bytes, Kafka "
-                                    "position) as one JSON line"),
+                                    "position) as one JSON line; its reason code is in `status`"),
 ]
 
 HEALTH_SCHEMA = T.StructType([T.StructField(name, dtype) for name, dtype, _ in HEALTH_FIELDS])

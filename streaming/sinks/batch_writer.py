@@ -20,9 +20,10 @@ log = logging.getLogger(__name__)
 class HealthBatchWriter:
     """Callable `(batch_df, batch_id)` for `writeStream.foreachBatch`.
 
-    `monitor` is the job's own health (`MonitorMetrics`): the job reports input and rejects to it
-    (`writer.monitor.record_input(...)`, `record_invalid(...)`); this writer records batch timing
-    and push failures, and exports it with the rest. `write_rows` is the same without Spark.
+    `monitor` is the job's own health (`MonitorMetrics`): the job reports its input to it
+    (`writer.monitor.record_input(...)`); this writer counts the rejects (`dead_letter` and
+    `rejected` rows) by reason, records batch timing and push failures, and exports it with the
+    rest. `write_rows` is the same without Spark.
     """
 
     def __init__(self, sink_cfg: SinkConfig, health_cfg: HealthConfig, monitor: MonitorMetrics | None = None,
@@ -36,6 +37,7 @@ class HealthBatchWriter:
         if dead_letter_dir:
             self.write_dead_letters_to(dead_letter_dir)
         self._spark = None  # the batch's session: it writes dead letters to a path with a scheme
+        self._dead_by_batch: dict[int, int] = {}  # dead letters of the last few batches, for the log
         self.prometheus = self._make_prometheus()
         self.kafka = None
         if sink_cfg.kafka.enabled:
@@ -70,12 +72,19 @@ class HealthBatchWriter:
 
     def write_rows(self, rows: list[dict[str, Any]], batch_id: int, started: float | None = None) -> None:
         started = self.clock() if started is None else started
-        dead = [r["dead_letter"] for r in rows if r["kind"] == DEAD_LETTER_KIND]
+        dead = [r for r in rows if r["kind"] == DEAD_LETTER_KIND]
         if dead:
             rows = [r for r in rows if r["kind"] != DEAD_LETTER_KIND]
             # First: a failure here fails the batch, which is replayed; nothing rejected is lost.
             if self.dead_letters is not None:
-                self.dead_letters.write(batch_id, dead, self._spark)
+                self.dead_letters.write(batch_id, [r["dead_letter"] for r in dead], self._spark)
+            by_reason: dict[str, int] = {}
+            for r in dead:
+                by_reason[r["status"]] = by_reason.get(r["status"], 0) + 1
+            self.monitor.record_invalid(by_reason)
+        self._dead_by_batch[batch_id] = len(dead)
+        for old in [b for b in self._dead_by_batch if b < batch_id - 16]:
+            del self._dead_by_batch[old]
         applied = self.snapshot.apply(rows)
         if applied.newest_event_ms is not None:
             self.monitor.mark_input_seen()
@@ -94,6 +103,10 @@ class HealthBatchWriter:
         self._guarded("kafka", self.kafka and (lambda: self._publish_events(applied.events, batch_id)))
         self._guarded("console", self.console and (
             lambda: self.console.publish(self.snapshot, applied.events, batch_id, stalled)))
+
+    def dead_letters_in(self, batch_id: int | None) -> int:
+        """Dead letters written for a recent batch (0 when unknown)."""
+        return self._dead_by_batch.get(batch_id, 0) if batch_id is not None else 0
 
     def _rejected(self, rejected: list[dict[str, Any]], batch_id: int) -> None:
         """Records the state machine refused (an implausible epoch): counted like the decoder's

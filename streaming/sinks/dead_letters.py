@@ -1,9 +1,9 @@
 """Decoding's rejects of each micro-batch, as one JSON-lines file per batch under `dead_letters.path`.
 
 The file is named after the batch (`batch-<id>.json`), so a batch replayed after a restart
-rewrites the same file and every reject is kept once. Each line is what Spark's JSON writer
-writes for a `streaming.decode.dead_letters` row: reason, field, record type, the raw value and
-key in base64, topic, partition, offset, Kafka timestamp and when it was rejected.
+rewrites the same file and every reject is kept once. Each line is one reject as
+`streaming.health.raw_records` writes it: reason, field, record type, the raw value and key in
+base64, topic, partition, offset, Kafka timestamp and when it was rejected.
 
 A plain path is written by this process (the driver), through a temporary file renamed into
 place; a path with a scheme (`hdfs://`, `s3a://`, `file://`) goes through Hadoop's FileSystem in

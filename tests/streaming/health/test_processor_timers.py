@@ -3,6 +3,7 @@ runs the processor's handlers as Spark does, with in-memory state and a settable
 Both flavours, pandas and row, must behave the same."""
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 from pyspark.sql import Row
 from pyspark.sql.streaming.tws_tester import TwsTester
 
+from quorum.events import DEFAULT_MAX_FUTURE_MS
 from streaming.health import statuses as S
 from streaming.health.config import HealthConfig
 from streaming.health.processor import QuorumHealthPandasProcessor, QuorumHealthRowProcessor
@@ -23,10 +25,11 @@ from .quorum_script import KEY, QuorumScript
 class Harness:
     """One processor under TwsTester, with the processing clock the processor also reads."""
 
-    def __init__(self, api: str, cfg: HealthConfig | None = None):
+    def __init__(self, api: str, cfg: HealthConfig | None = None, max_future_ms: int = DEFAULT_MAX_FUTURE_MS):
         self.api, self.cfg, self.proc_ms = api, cfg or HealthConfig(), 1_000_000
         cls = QuorumHealthPandasProcessor if api == "pandas" else QuorumHealthRowProcessor
-        self.processor = cls(self.cfg, wall_clock_ms=lambda: self.proc_ms)
+        self.processor = cls(self.cfg, wall_clock_ms=lambda: self.proc_ms, max_future_ms=max_future_ms)
+        self.offset = 0
         self.tester = TwsTester(self.processor, timeMode="ProcessingTime", outputMode="Update")
         self.tester.setProcessingTime(self.proc_ms)
 
@@ -37,11 +40,24 @@ class Harness:
 
     def feed(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The records as the processor receives them: key columns and the packed record."""
-        packed = [dict(zip(KEY_COLUMNS, KEY), **{RECORD_JSON: pack_record({c: r.get(c) for c in INPUT_COLUMNS})})
-                  for r in records]
+        return self.feed_texts(KEY, [pack_record({c: r.get(c) for c in INPUT_COLUMNS}) for r in records])
+
+    def feed_raw(self, key: tuple, values: list[bytes | None]) -> list[dict[str, Any]]:
+        """Records as they ride when Spark's fast path did not accept them: their bytes and
+        Kafka position, for the processor to decide."""
+        texts = []
+        for value in values:
+            texts.append(json.dumps({"_raw": base64.b64encode(value).decode() if value is not None else None,
+                                     "_key": "aw==", "_topic": "events", "_kafka_partition": 0,
+                                     "_offset": self.offset, "_timestamp_ms": 1_000}))
+            self.offset += 1
+        return self.feed_texts(key, texts)
+
+    def feed_texts(self, key: tuple, texts: list[str]) -> list[dict[str, Any]]:
+        packed = [dict(zip(KEY_COLUMNS, key), **{RECORD_JSON: t}) for t in texts]
         if self.api == "pandas":
-            return self._rows(self.tester.testInPandas(KEY, pd.DataFrame(packed, columns=PACKED_COLUMNS)))
-        return self._rows(self.tester.test(KEY, [Row(**r) for r in packed]))
+            return self._rows(self.tester.testInPandas(key, pd.DataFrame(packed, columns=PACKED_COLUMNS)))
+        return self._rows(self.tester.test(key, [Row(**r) for r in packed]))
 
     def advance(self, ms: int) -> list[dict[str, Any]]:
         """Let processing time pass with no input, one tick at a time; rows of every tick."""
@@ -168,14 +184,56 @@ def test_state_written_with_one_map_entry_per_replica_is_read_and_moved_into_the
     assert set(moved["replicas"]) == set(replicas) and not harness.tester.peekMapState("replicas", KEY)
 
 
-def test_rejects_under_the_dead_letter_key_come_back_as_they_are_and_leave_no_state(harness):
-    lines = ['{"reason":"invalid_json","offset":1}', '{"reason":"wrong_type","offset":2}']
-    packed = [dict(zip(KEY_COLUMNS, DEAD_LETTER_KEY), **{RECORD_JSON: line}) for line in lines]
-    if harness.api == "pandas":
-        out = harness.tester.testInPandas(DEAD_LETTER_KEY, pd.DataFrame(packed, columns=PACKED_COLUMNS))
-    else:
-        out = harness.tester.test(DEAD_LETTER_KEY, [Row(**r) for r in packed])
-    rows = harness._rows(out)
-    assert [(r["kind"], r["dead_letter"]) for r in rows] == [(DEAD_LETTER_KIND, line) for line in lines]
+def test_rejects_under_the_dead_letter_key_come_back_as_dead_letters_and_leave_no_state(harness):
+    rows = harness.feed_raw(DEAD_LETTER_KEY, [b"garbage", b"[1]", None])
+    assert [(r["kind"], r["status"]) for r in rows] == [(DEAD_LETTER_KIND, "invalid_json"),
+                                                       (DEAD_LETTER_KIND, "not_an_object"),
+                                                       (DEAD_LETTER_KIND, "invalid_json")]
+    lines = [json.loads(r["dead_letter"]) for r in rows]
+    assert [(line["reason"], line["field"], line["offset"]) for line in lines] == [
+        ("invalid_json", "record", 0), ("not_an_object", "record", 1), ("invalid_json", "record", 2)]
+    assert lines[0]["value"] == base64.b64encode(b"garbage").decode() and "value" not in lines[2]
     # no quorum state and no timer for the reserved key: ticks emit nothing
     assert harness.advance(3 * harness.cfg.tick_ms) == []
+
+
+def test_a_quorum_key_holding_only_rejects_keeps_no_state(harness):
+    bad = json.dumps({**QuorumScript().fetch(2, 100), "replica_id": -2}).encode()
+    rows = harness.feed_raw(KEY, [bad, b'{"cluster_id":"c1"}'])
+    assert [(r["kind"], r["status"]) for r in rows] == [(DEAD_LETTER_KIND, "out_of_range"),
+                                                       (DEAD_LETTER_KIND, "missing_field")]
+    assert harness.tester.peekValueState("quorum", KEY) is None
+    assert harness.advance(3 * harness.cfg.tick_ms) == []
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_records_decided_in_the_processor_give_what_the_same_records_packed_give(seed):
+    # The same timeline, with a voter cut off and back, and collector snapshots, through two
+    # processors: one fed the records as Spark packs those its fast path accepts, one fed them
+    # raw, for the contract's decoder in the processor. Rejects mixed in change nothing.
+    import random
+    print("seed", seed)
+    rng = random.Random(seed)
+    runs = []
+    for raw in (False, True):
+        script, h = QuorumScript(observers=(4,)), Harness("row", max_future_ms=10 ** 13)
+        rows = []
+        for step in range(30):
+            if step == 8:
+                script.mode[3] = "silent"
+            if step == 20:
+                script.mode[3] = "follow"
+            records = script.run(500) + ([script.snapshot()] if step % 4 == 0 else [])
+            if raw:
+                values = [json.dumps(r).encode() for r in records]
+                values.insert(rng.randrange(len(values) + 1), b'{"type":"fetch","version":1}')
+                rows += [r for r in h.feed_raw(KEY, values) if r["kind"] != DEAD_LETTER_KIND]
+            else:
+                for r in records:
+                    r["_offset"], h.offset = h.offset, h.offset + 1
+                rows += h.feed(records)
+            h.proc_ms += 500
+            h.tester.setProcessingTime(h.proc_ms)
+        runs.append(rows)
+    assert runs[0] == runs[1]
+    assert any(r["kind"] == "transition" and r["replica_id"] == 3 for r in runs[0])

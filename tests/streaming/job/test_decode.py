@@ -1,17 +1,17 @@
-"""Decoding in Spark agrees with the event contract, record for record."""
+"""Decoding: Spark's fast path accepts nothing the event contract refuses, and the rest is decided by
+the contract's own decoder, record for record."""
 from __future__ import annotations
 
 import datetime as dt
 import json
 
 import pytest
-from chispa import assert_df_equality
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from quorum import events
-from streaming.decode import (DEAD_LETTER_COLUMNS, check_records, count_by_reason, dead_letter_json, dead_letters,
-                             event_columns, valid_events)
+from streaming.decode import FAST_TYPES, route_records
+from streaming.health import raw_records
+from streaming.health.schema import DEAD_LETTER_KEY, unpack_record
 
 pytestmark = pytest.mark.spark
 
@@ -39,9 +39,11 @@ def raw_frame(spark, values: list[bytes | None]):
     return spark.createDataFrame(rows, RAW_SCHEMA)
 
 
-def checked(spark, values):
+def routed(spark, values) -> list:
+    """`route_records` on the values: one row each, in the values' order."""
     now = F.timestamp_millis(F.lit(NOW_MS))
-    return raw_frame(spark, values).transform(check_records(now=now))
+    rows = raw_frame(spark, values).transform(route_records(now=now)).collect()
+    return sorted(rows, key=lambda r: json.loads(r.record_json)["_offset"])
 
 
 def mutations(record) -> list[bytes]:
@@ -128,97 +130,102 @@ def contract_answer(raw: bytes | None) -> tuple[str, str] | None:
         return e.code, e.field
 
 
-def test_spark_validation_gives_the_contracts_first_error_for_every_mutation(spark):
-    corpus = [events.encode(r) for r in SAMPLES] + record_level_garbage()
+def corpus() -> list[bytes | None]:
+    out = [events.encode(r) for r in SAMPLES] + record_level_garbage()
     for r in SAMPLES:
-        corpus += mutations(r)
-    rows = checked(spark, corpus).select("offset", "_error").collect()
-    got = {r["offset"]: (r["_error"]["code"], r["_error"]["field"]) if r["_error"] else None for r in rows}
-    disagreements = []
-    for i, raw in enumerate(corpus):
+        out += mutations(r)
+    return out
+
+
+def spaced(record) -> bytes:
+    """The record as `json.dumps` writes it by default (spaces after `:` and `,`)."""
+    return json.dumps(events.to_dict(record)).encode()
+
+
+def test_the_fast_path_accepts_nothing_the_contract_refuses(spark):
+    values = corpus()
+    rows = routed(spark, values)
+    wrongly = [(raw, contract_answer(raw)) for raw, row in zip(values, rows)
+               if row._accepted and contract_answer(raw) is not None]
+    assert not wrongly, "\n".join(f"{raw!r}: the contract says {answer}" for raw, answer in wrongly[:20])
+    assert len(values) > 300  # the corpus really covers every field of every type
+    # and it does take the hot records: every valid fetch and metrics record in it but a nested
+    # object and a field of the other fast type with that type's kind wrong (the typed parse fails)
+    hot = [raw for raw in values if contract_answer(raw) is None and json.loads(raw)["type"] in FAST_TYPES]
+    taken = {raw for raw, row in zip(values, rows) if row._accepted}
+    assert len(hot) > 20 and [raw for raw in hot if raw not in taken] == [
+        raw for raw in hot if raw.index(b"}") != len(raw) - 1 or b'"node_id":"x"' in raw]
+
+
+def test_the_fast_path_takes_both_the_compact_and_the_spaced_form(spark):
+    values = [events.encode(FETCH), events.encode(METRICS), spaced(FETCH), spaced(METRICS)]
+    assert [row._accepted for row in routed(spark, values)] == [True] * 4
+
+
+def test_an_accepted_record_reaches_the_tracker_as_the_contracts_decoder_reads_it(spark):
+    without_default = events.to_dict(METRICS)
+    del without_default["dropped_events_total"]
+    values = [events.encode(FETCH), events.encode(METRICS), spaced(METRICS), json.dumps(without_default).encode(),
+              events.encode(FETCH).replace(b'"cluster_id":"c1"', b'"cluster_id":"c\xc3\xa9"')]
+    for offset, (raw, row) in enumerate(zip(values, routed(spark, values))):
+        assert row._accepted, raw
+        decoded = events.decode(raw)
+        assert unpack_record(row.record_json) == raw_records.as_input(decoded, 0, offset), raw
+        assert (row.cluster_id, row.topic, row.partition) == (decoded.cluster_id, decoded.topic, decoded.partition)
+        assert row._time_ms == decoded.time_ms
+
+
+def test_the_rest_is_routed_to_its_quorum_and_decided_by_the_contract(spark):
+    values = corpus()
+    for offset, (raw, row) in enumerate(zip(values, routed(spark, values))):
+        if row._accepted:
+            continue
+        key = (row.cluster_id, row.topic, row.partition)
+        record, reject = raw_records.decide(row.record_json, key, NOW_MS, events.DEFAULT_MAX_FUTURE_MS)
         expected = contract_answer(raw)
-        if got[i] != expected:
-            disagreements.append((raw, expected, got[i]))
-    assert not disagreements, "\n".join(f"{raw!r}: contract {exp}, spark {act}" for raw, exp, act in disagreements[:20])
-    assert len(corpus) > 300  # the corpus really covers every field of every type
+        if expected is None:  # valid: under its own quorum's key, as the tracker reads it
+            assert record == raw_records.as_input(events.decode(raw), 0, offset), raw
+        else:
+            assert record is None and reject[0] == expected[0], raw
+            line = json.loads(reject[1])
+            assert (line["reason"], line["field"], line["offset"]) == (*expected, offset), raw
 
 
-def test_the_documented_differences_from_the_python_decoder_are_as_documented(spark):
-    # streaming/decode.py lists them; this keeps the list honest
+def test_a_record_spark_cannot_read_a_key_from_goes_to_the_reserved_key(spark):
+    utf16 = json.dumps(events.to_dict(FETCH)).encode("utf-16")  # Python's JSON reader takes it
+    rows = routed(spark, [b"garbage", None, b'{"type":"fetch","cluster_id":""}', utf16])
+    assert [(r.cluster_id, r.topic, r.partition) for r in rows] == [DEAD_LETTER_KEY] * 4
+    # valid to the contract, but not under its own key: a reject, never folded in elsewhere
+    record, (reason, line) = raw_records.decide(rows[3].record_json, DEAD_LETTER_KEY, NOW_MS, 1000)
+    assert record is None and reason == "inconsistent" and json.loads(line)["field"] == "record"
+
+
+def test_what_spark_reads_differently_is_decided_by_the_contract(spark):
+    # Spark's parser stops after the first value and keeps the last of duplicate names: the
+    # fast path leaves such texts to the contract's decoder, which refuses the first two.
     fetch = events.encode(FETCH)
-    cases = {fetch.replace(b'"cluster_id":"c1"', b'"cluster_id":"c1","cluster_id":"c2"'): ("invalid_json", "record"),
-             fetch + b" x": None, fetch + b"," + fetch: None}
-    rows = checked(spark, list(cases)).select("offset", "_error", "_record.cluster_id").collect()
-    for row in rows:
-        raw = list(cases)[row.offset]
-        assert contract_answer(raw) != cases[raw], raw   # Python decides otherwise
-        assert ((row._error.code, row._error.field) if row._error else None) == cases[raw], raw
-        assert row._error or row.cluster_id == "c1"       # the first value, read as it stands
-
-
-def test_valid_records_become_envelope_rows_with_foreign_fields_null(spark):
-    df = checked(spark, [events.encode(FETCH), events.encode(SNAPSHOT), b"garbage"]).transform(valid_events)
-    schema = events.envelope_spark_schema()
-    empty = {f.name: None for f in schema.fields}
-    fetch_row = {**empty, **events.to_dict(FETCH)}
-    snap = events.to_dict(SNAPSHOT)
-    snap_row = {**empty, **snap, "voters": [tuple(v.values()) for v in snap["voters"]], "observers": []}
-    expected = spark.createDataFrame([tuple(fetch_row[f.name] for f in schema.fields) + (0, 0),
-                                      tuple(snap_row[f.name] for f in schema.fields) + (0, 1)],
-                                     schema.add("_kafka_partition", T.IntegerType()).add("_offset", T.LongType()))
-    assert_df_equality(df, expected, ignore_row_order=True, ignore_nullable=True)
-
-
-def test_metrics_without_the_optional_dropped_events_field_take_its_default(spark):
-    raw = events.to_dict(METRICS)
-    del raw["dropped_events_total"]
-    df = checked(spark, [json.dumps(raw).encode()]).transform(valid_events)
-    assert df.select("dropped_events_total", "voter_set").collect() == [(0, [1, 2, 3])]
-
-
-def test_snapshots_without_the_poll_fields_take_their_defaults_and_poll_errors_keep_theirs(spark):
-    raw = events.to_dict(SNAPSHOT_V2)
-    for name in ("poll_interval_ms", "latency_ms", "answered_by"):
-        del raw[name]
-    df = checked(spark, [json.dumps(raw).encode(), events.encode(POLL_ERROR)]).transform(valid_events)
-    got = {r["type"]: r for r in df.select("type", "poll_interval_ms", "latency_ms", "answered_by", "error_code",
-                                           "error", "source").collect()}
-    assert tuple(got["quorum_snapshot"])[1:4] == (-1, -1, -1) and got["quorum_snapshot"]["error"] is None
-    assert tuple(got["quorum_poll_error"])[1:] == (1000, 1000, -1, -1, "timeout", "localhost:9093")
-
-
-def test_dead_letters_keep_reason_field_raw_bytes_and_kafka_position(spark):
-    truncated = events.encode(FETCH)[:-7]
-    df = checked(spark, [events.encode(FETCH), truncated, b'{"type":"vote","version":1}']).transform(dead_letters)
-    assert tuple(df.columns) == DEAD_LETTER_COLUMNS
-    got = df.select("reason", "field", "record_type", "value", "partition", "offset")
-    expected = spark.createDataFrame(
-        [("invalid_json", "record", "record", truncated, 0, 1),
-         ("unknown_type", "type", "vote", b'{"type":"vote","version":1}', 0, 2)],
-        "reason string, field string, record_type string, value binary, partition int, offset bigint")
-    assert_df_equality(got, expected, ignore_row_order=True, ignore_nullable=True)
+    values = [fetch + b" x", fetch + b"," + fetch, fetch.replace(b'"cluster_id":"c1"', b'"cluster_id":"c1","cluster_id":5')]
+    rows = routed(spark, values)
+    assert [r._accepted for r in rows] == [False, False, False]
+    answers = [raw_records.decide(r.record_json, (r.cluster_id, r.topic, r.partition), NOW_MS, 1000) for r in rows]
+    assert [a[1][0] if a[1] else None for a in answers] == ["invalid_json", "invalid_json", "wrong_type"]
 
 
 def test_a_dead_letter_line_is_what_sparks_json_writer_writes_for_it(spark, tmp_path):
-    # The job writes its rejects itself (from the one read of the topic): each line must be the
-    # line the JSON file sink wrote for the same `dead_letters` row.
-    values = [events.encode(FETCH), events.encode(FETCH)[:-7], b'{"type":"vote","version":1}', None]
-    frame = checked(spark, values)
-    lines = [r.line for r in frame.where(F.col("_error").isNotNull()).select(dead_letter_json().alias("line")).collect()]
-    frame.transform(dead_letters).write.json(str(tmp_path / "sink"))
+    # The lines keep the format of the job's earlier Spark-written dead letters: the same
+    # fields, raw bytes and key in base64, times in ISO 8601 (UTC), null fields left out.
+    values = [events.encode(FETCH)[:-7], b'{"type":"vote","version":1}', None]
+    rows = routed(spark, values)
+    lines = [raw_records.decide(r.record_json, (r.cluster_id, r.topic, r.partition), NOW_MS, 1000)[1][1] for r in rows]
+    expected_rows = []
+    for offset, (raw, line) in enumerate(zip(values, lines)):
+        code, field = contract_answer(raw)
+        at = json.loads(line)["dead_lettered_at"]
+        expected_rows.append((code, field, "vote" if offset == 1 else "record", raw, b"k", "events", 0, offset,
+                              dt.datetime(2026, 1, 1), dt.datetime.fromisoformat(at.replace("Z", "+00:00"))))
+    frame = spark.createDataFrame(expected_rows, "reason string, field string, record_type string, value binary, "
+                                  "key binary, topic string, partition int, offset bigint, timestamp timestamp, "
+                                  "dead_lettered_at timestamp")
+    frame.write.json(str(tmp_path / "sink"))
     written = [line for f in sorted((tmp_path / "sink").glob("part-*.json")) for line in f.read_text().splitlines()]
-    assert len(lines) == 3 and sorted(lines) == sorted(written)
-
-
-def test_event_columns_of_a_valid_record_are_those_of_valid_events(spark):
-    frame = checked(spark, [events.encode(r) for r in SAMPLES])
-    assert_df_equality(frame.where(F.col("_error").isNull()).select(*event_columns()), frame.transform(valid_events),
-                       ignore_row_order=True)
-
-
-def test_rejects_are_counted_by_reason(spark):
-    values = [b"x", b"y", b"[1]", events.encode(FETCH), events.encode(FETCH).replace(b'"replica_id":2', b'"replica_id":-2')]
-    counts = checked(spark, values).transform(dead_letters).transform(count_by_reason)
-    expected = spark.createDataFrame([("invalid_json", 2), ("not_an_object", 1), ("out_of_range", 1)],
-                                     "reason string, records bigint")
-    assert_df_equality(counts, expected, ignore_row_order=True, ignore_nullable=True)
+    assert sorted(map(json.loads, lines), key=str) == sorted(map(json.loads, written), key=str)

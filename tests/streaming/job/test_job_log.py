@@ -26,10 +26,10 @@ BATCH = re.compile(r"INFO streaming\.batches: batch (\d+): (\d+) records, (\d+) 
 
 def test_batch_line_names_the_unhealthy_quorums():
     progress = {"batchId": 7, "numInputRows": 12, "durationMs": {"triggerExecution": 830}}
-    observed = {"records": 12, "newest_event_ms": 1, "invalid_json": 2, "wrong_type": 1}
+    observed = {"records": 12, "newest_event_ms": 1}
     quorums = [{"cluster_id": "b", "status": "degraded"}, {"cluster_id": "a", "status": "healthy"},
                {"cluster_id": "c", "status": "leaderless"}]
-    assert batch_line(progress, observed, quorums) == \
+    assert batch_line(progress, observed, quorums, dead=3) == \
         "batch 7: 12 records, 3 dead letters, 3 quorums, 2 unhealthy (b degraded, c leaderless), 830 ms"
     assert batch_line({"batchId": 0}, None, [{"cluster_id": "a", "status": "healthy"}]) == \
         "batch 0: 0 records, 0 dead letters, 1 quorum, 0 unhealthy, 0 ms"

@@ -16,7 +16,7 @@ LINES = [json.dumps({"reason": "invalid_json", "field": "record", "offset": i}) 
 
 def dead_letter_row(line: str) -> dict:
     return {"kind": DEAD_LETTER_KIND, "cluster_id": DEAD_LETTER_KEY[0], "topic": DEAD_LETTER_KEY[1],
-            "partition": DEAD_LETTER_KEY[2], "dead_letter": line}
+            "partition": DEAD_LETTER_KEY[2], "status": json.loads(line)["reason"], "dead_letter": line}
 
 
 def test_a_batch_replayed_rewrites_its_own_file_so_each_reject_is_kept_once(tmp_path):
@@ -34,12 +34,15 @@ def test_the_writer_takes_dead_letter_rows_out_of_the_batch_before_the_snapshot_
     writer.write_rows([dead_letter_row(line) for line in LINES], batch_id=3)
     assert writer.snapshot.views() == []
     assert (tmp_path / "dead" / batch_file_name(3)).read_text().splitlines() == LINES
+    # counted by reason for the job's own metrics, and for the batch's log line
+    assert writer.monitor.invalid_records_total == {"invalid_json": 3} and writer.dead_letters_in(3) == 3
 
 
 def test_without_a_dead_letter_path_the_rows_are_dropped_not_shown_as_quorums():
     writer = HealthBatchWriter(SinkConfig.from_dict({"prometheus": {"mode": "off"}}), HealthConfig())
     writer.write_rows([dead_letter_row(LINES[0])], batch_id=1)
     assert writer.snapshot.views() == []
+    assert writer.monitor.invalid_records_total == {"invalid_json": 1}
 
 
 @pytest.mark.spark
