@@ -170,8 +170,8 @@ def route_records(max_future_ms: int = events.DEFAULT_MAX_FUTURE_MS,
                   now: Column | None = None) -> Callable[[DataFrame], DataFrame]:
     """Kafka rows (`value`, `key`, `topic`, `partition`, `offset`, `timestamp`) -> the health
     processor's input: the quorum key, `record_json` (packed when accepted, raw otherwise),
-    `_accepted` and `_time_ms` (the accepted record's event time). `now` is the processing
-    clock (default: the wall clock when the record is checked)."""
+    `_accepted` and `_time_ms` (the record's event time; null when unreadable or too far ahead).
+    `now` is the processing clock (default: the wall clock when the record is checked)."""
     from streaming.health.schema import DEAD_LETTER_KEY, KEY_COLUMNS, RECORD_JSON
     now_ms = F.unix_millis(now) if now is not None else F.expr(_WALL_CLOCK_MS)
     fields = _fast_fields()
@@ -188,7 +188,11 @@ def route_records(max_future_ms: int = events.DEFAULT_MAX_FUTURE_MS,
         readable = key[0].isNotNull() & (key[0] != "") & key[1].isNotNull() & key[2].isNotNull()
         routed = [F.when(accepted | readable, k).otherwise(F.lit(reserved)).alias(name)
                   for k, name, reserved in zip(key, KEY_COLUMNS, DEAD_LETTER_KEY)]
+        # The event time, for the job's input delay: of every record with a quorum key whose
+        # stamp is not from the future (the raw ones too, or a job fed by collectors alone would
+        # report none; a raw record may still be refused, for another field).
+        time_ms = F.col(f"{RECORD}.time_ms")
+        plausible = (accepted | readable) & (time_ms <= F.col(CHECKED_AT) + int(max_future_ms))
         return checked.select(*routed, F.when(accepted, packed).otherwise(_raw_record_json()).alias(RECORD_JSON),
-                              accepted.alias(ACCEPTED),
-                              F.when(accepted, F.col(f"{RECORD}.time_ms")).alias(TIME_MS))
+                              accepted.alias(ACCEPTED), F.when(plausible, time_ms).alias(TIME_MS))
     return transform

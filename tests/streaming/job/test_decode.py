@@ -229,3 +229,13 @@ def test_a_dead_letter_line_is_what_sparks_json_writer_writes_for_it(spark, tmp_
     frame.write.json(str(tmp_path / "sink"))
     written = [line for f in sorted((tmp_path / "sink").glob("part-*.json")) for line in f.read_text().splitlines()]
     assert sorted(map(json.loads, lines), key=str) == sorted(map(json.loads, written), key=str)
+
+
+def test_the_event_time_for_the_input_delay_comes_from_raw_records_too(spark):
+    # a job fed by collectors alone (snapshots ride raw) still reports how far behind it reads;
+    # a stamp from the future or a record without a quorum key gives none
+    ahead = events.to_dict(SNAPSHOT)
+    ahead["time_ms"] = NOW_MS + events.DEFAULT_MAX_FUTURE_MS + 1
+    rows = routed(spark, [events.encode(SNAPSHOT), events.encode(FETCH), json.dumps(ahead).encode(), b"garbage"])
+    assert [(r._accepted, r._time_ms) for r in rows] == [(False, SNAPSHOT.time_ms), (True, FETCH.time_ms),
+                                                        (False, None), (False, None)]
