@@ -4,10 +4,11 @@ One query, `quorum_health`, checkpointed in `<checkpoint>/health`: source -> `ro
 (Spark's fast path packs the records it accepts; the others ride raw) -> `build_health_stream`
 (the processor decides the raw ones with the contract's decoder; rejects come out as
 `dead_letter` rows) -> the sinks' batch writer, which puts the rejects in `dead_letters.path`,
-one file per batch, and counts them by reason. The topic is read once. `observe()` on the routed
-records gives, per micro-batch, the records read and the newest event time (`_time_ms`), which a query
-listener hands to the writer's monitor (the job's own health metrics). Offsets are read exactly once across restarts (the source's ranges
-come from the checkpoint); a restarted job resumes its health state from the state store.
+one file per batch, and counts them by reason. The topic is read once. `observe()` on the
+routed records gives, per micro-batch, the records read and the newest event time (`_time_ms`),
+which a query listener hands to the writer's monitor (the job's own health metrics). Offsets are
+read exactly once across restarts (the source's ranges come from the checkpoint); a restarted
+job resumes its health state from the state store.
 """
 from __future__ import annotations
 

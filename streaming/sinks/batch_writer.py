@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections import Counter
 from typing import Any, Callable
 
 from streaming.health.config import HealthConfig
@@ -78,10 +79,7 @@ class HealthBatchWriter:
             # First: a failure here fails the batch, which is replayed; nothing rejected is lost.
             if self.dead_letters is not None:
                 self.dead_letters.write(batch_id, [r["dead_letter"] for r in dead], self._spark)
-            by_reason: dict[str, int] = {}
-            for r in dead:
-                by_reason[r["status"]] = by_reason.get(r["status"], 0) + 1
-            self.monitor.record_invalid(by_reason)
+            self.monitor.record_invalid(Counter(r["status"] for r in dead))
         self._dead_by_batch[batch_id] = len(dead)
         for old in [b for b in self._dead_by_batch if b < batch_id - 16]:
             del self._dead_by_batch[old]
@@ -115,12 +113,10 @@ class HealthBatchWriter:
         never fails the batch: the refusal is counted and in the log either way."""
         if not rejected:
             return
-        by_reason: dict[str, int] = {}
         for r in rejected:
-            by_reason[r["status"]] = by_reason.get(r["status"], 0) + 1
             log.warning("rejected (%s) in %s %s-%s: %s", r["status"], r["cluster_id"], r["topic"], r["partition"],
                         r["reason"])
-        self.monitor.record_invalid(by_reason)
+        self.monitor.record_invalid(Counter(r["status"] for r in rejected))
         if self.refused is None:
             return
         now_ms = int(self.clock() * 1000)
