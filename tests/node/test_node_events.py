@@ -56,10 +56,12 @@ def test_replayed_fetch_records_give_the_leaders_describe_quorum_timestamps(tmp_
             # the DescribeQuorum answer is the state after some prefix of each replica's fetches
             return all(expected[r] in seen[r] for r in expected)
 
-        records = read_events(broker.bootstrap, topic, replay_matches)
-        kinds = {(type(r).__name__, getattr(r, "node_id", None)) for r in records}
-        for i in c.ids:
-            assert ("Metrics", i) in kinds and ("StateChange", i) in kinds
+        def every_node_reported(records) -> bool:
+            # a node's first metrics record comes one interval after it starts: wait for it
+            kinds = {(type(r).__name__, getattr(r, "node_id", None)) for r in records}
+            return all(("Metrics", i) in kinds and ("StateChange", i) in kinds for i in c.ids)
+
+        records = read_events(broker.bootstrap, topic, lambda rs: replay_matches(rs) and every_node_reported(rs))
         assert all(r.dropped_events_total == 0 for r in records if isinstance(r, events.Metrics))
         assert {r.replica_role for r in records if isinstance(r, events.Fetch) and r.replica_id == 4} == {"observer"}
     finally:
