@@ -12,7 +12,6 @@ job resumes its health state from the state store.
 """
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +23,7 @@ from streaming.config import DEFAULT_DEAD_LETTER_TRIGGER_MS, JobConfig
 from streaming.decode import TIME_MS, route_records
 from streaming.health import build_health_stream
 from streaming.job_logging import BATCH_LOGGER, batch_line, spark_conf
+from streaming.progress_listener import ProgressListener
 from streaming.sinks import HealthBatchWriter, make_batch_writer
 from streaming.sinks.monitor import MonitorMetrics
 from streaming.source import open_stream
@@ -69,32 +69,21 @@ def report_observation(monitor: MonitorMetrics, observed: dict) -> None:
     monitor.record_input(int(row.get("records") or 0), row.get("newest_event_ms"))
 
 
-def _input_listener(writer: HealthBatchWriter):
+def _input_listener(spark: SparkSession, writer: HealthBatchWriter) -> ProgressListener:
     """Hands each health batch's observed input to the writer's monitor, and logs the batch's line."""
-    from pyspark.sql.streaming import StreamingQueryListener
     batches = logging.getLogger(BATCH_LOGGER)
 
-    class InputListener(StreamingQueryListener):
-        def onQueryStarted(self, event) -> None:
-            pass
+    def on_progress(progress: dict) -> None:
+        if progress.get("name") != HEALTH_QUERY:
+            return
+        observed = progress.get("observedMetrics") or {}
+        report_observation(writer.monitor, observed)
+        if batches.isEnabledFor(logging.INFO):
+            quorums = [view.quorum for view in writer.snapshot.views()]
+            batches.info(batch_line(progress, observed.get(INPUT_OBSERVATION), quorums,
+                                    writer.dead_letters_in(progress.get("batchId"))))
 
-        def onQueryProgress(self, event) -> None:
-            progress = json.loads(event.progress.json)
-            if progress.get("name") == HEALTH_QUERY:
-                observed = progress.get("observedMetrics") or {}
-                report_observation(writer.monitor, observed)
-                if batches.isEnabledFor(logging.INFO):
-                    quorums = [view.quorum for view in writer.snapshot.views()]
-                    batches.info(batch_line(progress, observed.get(INPUT_OBSERVATION), quorums,
-                                            writer.dead_letters_in(progress.get("batchId"))))
-
-        def onQueryIdle(self, event) -> None:
-            pass
-
-        def onQueryTerminated(self, event) -> None:
-            pass
-
-    return InputListener()
+    return ProgressListener(spark, on_progress)
 
 
 @dataclass
@@ -102,7 +91,7 @@ class RunningJob:
     spark: SparkSession
     health_query: object
     writer: HealthBatchWriter
-    listener: object
+    listener: ProgressListener
     queries: list = field(default_factory=list)
 
     def stop(self) -> None:
@@ -111,7 +100,7 @@ class RunningJob:
                 q.stop()
             except Exception as e:  # stopping a failed query raises its failure again
                 log.warning("stopping %s: %s", q.name, e)
-        self.spark.streams.removeListener(self.listener)
+        self.listener.remove()
         self.writer.close()
 
     def await_termination(self) -> None:
@@ -132,8 +121,7 @@ def start_job(spark: SparkSession, cfg: JobConfig, writer: HealthBatchWriter | N
                                          spool_path=str(checkpoint / "health-events-pending.jsonl"))
     if cfg.dead_letters.enabled and writer.dead_letters is None:
         writer.write_dead_letters_to(cfg.dead_letters.path)
-    listener = _input_listener(writer)
-    spark.streams.addListener(listener)
+    listener = _input_listener(spark, writer)
     trigger = f"{cfg.job.trigger_interval_ms} milliseconds"
     if cfg.dead_letters.trigger_interval_ms != DEFAULT_DEAD_LETTER_TRIGGER_MS:
         log.warning("dead_letters.trigger_interval_ms is no longer used: dead letters are written with every "

@@ -5,7 +5,7 @@ For the job:
     health_df.writeStream.foreachBatch(writer).trigger(processingTime=...).start()
     writer.monitor.record_input(n_records, newest_event_ms)   # per batch, from the source side
     writer.monitor.record_invalid({"invalid_json": 3, ...})  # per batch, dead letters by code
-    spark.streams.addListener(make_listener(writer.monitor))  # optional, instead of record_input
+    listen_to_progress(spark, writer.monitor)                # optional, instead of record_input
     writer.close()                                            # on shutdown
 """
 from __future__ import annotations
@@ -14,9 +14,9 @@ from streaming.health.config import HealthConfig
 
 from .batch_writer import HealthBatchWriter
 from .config import ConsoleSinkConfig, KafkaSinkConfig, PrometheusSinkConfig, SinkConfig
-from .monitor import MonitorMetrics, make_listener
+from .monitor import MonitorMetrics, listen_to_progress
 
-__all__ = ["make_batch_writer", "HealthBatchWriter", "MonitorMetrics", "make_listener", "SinkConfig",
+__all__ = ["make_batch_writer", "HealthBatchWriter", "MonitorMetrics", "listen_to_progress", "SinkConfig",
            "PrometheusSinkConfig", "KafkaSinkConfig", "ConsoleSinkConfig"]
 
 

@@ -2,9 +2,9 @@
 
 One `MonitorMetrics` per job, on the driver. The job (source and decode side) reports what
 only it knows — `record_input(records, newest_event_ms)` and `record_invalid({reason: n})`
-per micro-batch — and the batch writer reports batch timing and push failures. A Spark
-`StreamingQueryListener` can feed it instead: `MonitorListener(monitor)` reads input rows and
-batch duration from each query progress (`observe_progress`).
+per micro-batch — and the batch writer reports batch timing and push failures. A query
+listener can feed it instead: `listen_to_progress(spark, monitor)` reads input rows and batch
+duration from each query progress (`observe_progress`).
 
 `input_stalled()` is the job saying "I see nothing at all" (broker down, topic idle): no input
 record for `input_stall_after_ms`. While it holds, the batch writer keeps the last verdicts
@@ -104,23 +104,7 @@ class MonitorMetrics:
                     "health_events_dropped_total": self.health_events_dropped_total}
 
 
-def make_listener(monitor: MonitorMetrics):
-    """A StreamingQueryListener feeding `monitor` (register with spark.streams.addListener)."""
-    import json
-
-    from pyspark.sql.streaming import StreamingQueryListener
-
-    class MonitorListener(StreamingQueryListener):
-        def onQueryStarted(self, event) -> None:
-            pass
-
-        def onQueryProgress(self, event) -> None:
-            monitor.observe_progress(json.loads(event.progress.json))
-
-        def onQueryIdle(self, event) -> None:
-            pass
-
-        def onQueryTerminated(self, event) -> None:
-            pass
-
-    return MonitorListener()
+def listen_to_progress(spark, monitor: MonitorMetrics):
+    """Feeds every query's progress to `monitor` until the returned listener's `remove()`."""
+    from streaming.progress_listener import ProgressListener
+    return ProgressListener(spark, monitor.observe_progress)

@@ -15,7 +15,7 @@ from quorum.events import envelope_spark_schema
 from streaming.health import build_health_stream
 from streaming.health import statuses as S
 from streaming.health.config import HealthConfig
-from streaming.sinks import SinkConfig, make_batch_writer, make_listener
+from streaming.sinks import SinkConfig, listen_to_progress, make_batch_writer
 
 from .quorum_script import QuorumScript
 
@@ -53,8 +53,7 @@ def test_stream_flags_unreachable_then_silence_and_holds_verdicts_while_the_inpu
     c1, c2 = QuorumScript(cluster="c1"), QuorumScript(cluster="c2")
     batches: list[list[dict]] = []
     writer = make_batch_writer(SinkConfig.from_dict({"prometheus": {"mode": "off"}}), HealthConfig())
-    listener = make_listener(writer.monitor)
-    spark.streams.addListener(listener)
+    listener = listen_to_progress(spark, writer.monitor)
 
     def write_batch(df, batch_id):
         rows = df.toArrow().to_pylist()
@@ -98,7 +97,7 @@ def test_stream_flags_unreachable_then_silence_and_holds_verdicts_while_the_inpu
     finally:
         feeder.stop.set()
         query.stop()
-        spark.streams.removeListener(listener)
+        listener.remove()
         writer.close()
     assert query.exception() is None
     for rows in batches:  # one snapshot per quorum per micro-batch, input or timer
