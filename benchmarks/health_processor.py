@@ -54,25 +54,15 @@ def write_input(spark, path: str, quorums: int, fetches: int, batches: int) -> i
 
 
 class InputCounter:
-    """Counts input rows of finished micro-batches (a StreamingQueryListener on the driver)."""
+    """Counts input rows of finished micro-batches (the job's lean query listener, on the driver)."""
 
-    def __init__(self):
-        from pyspark.sql.streaming import StreamingQueryListener
-
-        counter = self
+    def __init__(self, spark):
+        from streaming.progress_listener import ProgressListener
         self.rows = 0
 
-        class Listener(StreamingQueryListener):
-            def onQueryStarted(self, event): pass
-
-            def onQueryProgress(self, event):
-                counter.rows += event.progress.numInputRows
-
-            def onQueryIdle(self, event): pass
-
-            def onQueryTerminated(self, event): pass
-
-        self.listener = Listener()
+        def on_progress(p: dict) -> None:
+            self.rows += int(p.get("numInputRows") or 0)
+        self.listener = ProgressListener(spark, on_progress)
 
 
 def run(spark, path: str, api: str, checkpoint: str, records: int) -> float:
@@ -81,8 +71,7 @@ def run(spark, path: str, api: str, checkpoint: str, records: int) -> float:
     Neither availableNow nor processAllAvailable can end such a query: with processing-time
     timers the operator asks for a (no-data) batch at every trigger. So count input rows of
     finished batches until all are in."""
-    counter = InputCounter()
-    spark.streams.addListener(counter.listener)
+    counter = InputCounter(spark)
     events = spark.readStream.schema(envelope_spark_schema()).option("maxFilesPerTrigger", 1).parquet(path)
     query = (build_health_stream(events, HealthConfig(), api=api).writeStream.format("noop")
              .outputMode("update").option("checkpointLocation", checkpoint).start())
@@ -95,7 +84,7 @@ def run(spark, path: str, api: str, checkpoint: str, records: int) -> float:
         return time.perf_counter() - started
     finally:
         query.stop()
-        spark.streams.removeListener(counter.listener)
+        counter.listener.remove()
 
 
 def main() -> None:

@@ -29,7 +29,6 @@ detection and memory are then the first step's):
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import tempfile
@@ -102,31 +101,20 @@ class Batch:
         return None if self.newest_event_ms is None else self.wall_s * 1000 - self.newest_event_ms
 
 
-def batch_recorder(query_name: str, batches: list[Batch]):
-    """A listener keeping each micro-batch of the health query: duration, records, newest event."""
-    from pyspark.sql.streaming import StreamingQueryListener
-
+def batch_recorder(spark, query_name: str, batches: list[Batch]):
+    """A listener keeping each micro-batch of the health query: duration, records, newest event
+    (the job's own lean listener: PySpark's would add its conversion cost to what is measured)."""
     from streaming.job import INPUT_OBSERVATION
+    from streaming.progress_listener import ProgressListener
 
-    class Recorder(StreamingQueryListener):
-        def onQueryStarted(self, event):
-            pass
+    def on_progress(p: dict) -> None:
+        if p.get("name") != query_name:
+            return
+        observed = (p.get("observedMetrics") or {}).get(INPUT_OBSERVATION) or {}
+        batches.append(Batch(time.time(), int((p.get("durationMs") or {}).get("triggerExecution") or 0),
+                             int(p.get("numInputRows") or 0), observed.get("newest_event_ms")))
 
-        def onQueryProgress(self, event):
-            p = json.loads(event.progress.json)
-            if p.get("name") != query_name:
-                return
-            observed = (p.get("observedMetrics") or {}).get(INPUT_OBSERVATION) or {}
-            batches.append(Batch(time.time(), int((p.get("durationMs") or {}).get("triggerExecution") or 0),
-                                 int(p.get("numInputRows") or 0), observed.get("newest_event_ms")))
-
-        def onQueryIdle(self, event):
-            pass
-
-        def onQueryTerminated(self, event):
-            pass
-
-    return Recorder()
+    return ProgressListener(spark, on_progress)
 
 
 @dataclass
@@ -189,8 +177,7 @@ class Bench:
             return applied
         writer.snapshot.apply = keep
         batches: list[Batch] = []
-        recorder = batch_recorder(HEALTH_QUERY, batches)
-        spark.streams.addListener(recorder)
+        recorder = batch_recorder(spark, HEALTH_QUERY, batches)
         job = start_job(spark, cfg, writer)
         deadline = time.monotonic() + 120
         while job.health_query.lastProgress is None:
@@ -238,7 +225,7 @@ class Bench:
         step.broker_cpu_s = cpu_seconds(self.broker.pid) - broker0
         step.peak_rss = peak.finish().total
         stop_after_input(job, step.load.records)
-        spark.streams.removeListener(recorder)
+        recorder.remove()
         step.window = window = [b for b in step.batches
                                 if measured_from <= b.wall_s <= measured_to + TRIGGER_MS / 1000]
         slow = [b for b in window if b.duration_ms > TRIGGER_MS]
@@ -275,7 +262,7 @@ class Bench:
         load.await_done()
         used, wall = TreeCpu.used(cpu0, tree.seconds()), time.perf_counter() - t0
         stop_after_input(job, load.encoded)
-        spark.streams.removeListener(recorder)
+        recorder.remove()
         return used / wall
 
 
