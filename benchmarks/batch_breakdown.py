@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from paced_load import PacedLoad
-from process_usage import TreeCpu
+from process_usage import TreeCpu, cpu_seconds
 from streaming_throughput import Pushgateway
 
 
@@ -93,16 +93,18 @@ def main() -> None:
             load = PacedLoad(SyntheticConfig(clusters=args.clusters, voters=3, observers=2, seed=7,
                                              append_interval_ms=interval), args.seconds, broker.bootstrap, topic)
             load.await_encoded()
-            tree = TreeCpu(os.getpid(), exclude=lambda: (broker.pid, load.pid, pushgateway._process.pid))
+            tree = TreeCpu(os.getpid(), exclude=lambda: (broker.pid, load.pid, pushgateway.pid))
             while time.time() * 1000 < load.start_ms + args.warmup_seconds * 1000:
                 time.sleep(0.05)
             first = job.health_query.lastProgress["batchId"] if job.health_query.lastProgress else 0
             rule_metrics = spark._jvm.org.apache.spark.sql.catalyst.rules.RuleExecutor
             rule_metrics.resetMetrics()
             cpu0, t0 = tree.seconds(), time.perf_counter()
+            gateway0 = cpu_seconds(pushgateway.pid)
             result = load.await_done()
             rules = rule_times(rule_metrics.dumpTimeSpent())
             cpu = TreeCpu.used(cpu0, tree.seconds()) / (time.perf_counter() - t0)
+            gateway_cpu = (cpu_seconds(pushgateway.pid) - gateway0) / (time.perf_counter() - t0)
             progresses = [p for p in job.health_query.recentProgress if p["batchId"] > first]
             job.stop()
             spark.stop()
@@ -121,7 +123,7 @@ def main() -> None:
             phases.setdefault("state all updates", []).append(int(op.get("allUpdatesTimeMs") or 0))
     phases["foreachBatch writer"] = writer_ms[-len(progresses):] or [0]
     phases["writer: snapshot, sinks"] = sinks_ms[-len(progresses):] or [0]
-    print(f"  {len(progresses)} health batches; job CPU {cpu:.2f} cores")
+    print(f"  {len(progresses)} health batches; job CPU {cpu:.2f} cores; the Pushgateway (same cores) {gateway_cpu:.2f}")
     for phase, values in sorted(phases.items(), key=lambda kv: -statistics.median(kv[1])):
         print(f"  {phase:>20}: median {statistics.median(values):>6.0f} ms, max {max(values):>6} ms")
     rows = [p.get("numInputRows", 0) for p in progresses]

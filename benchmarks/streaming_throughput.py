@@ -11,7 +11,8 @@ process of its own (`paced_load.py`), stamped with the wall clock: a live input,
      fails. A step is sustained when, after `--warmup-seconds`, every micro-batch finishes within
      its trigger and the input delay (a batch's end minus its newest record's time) stays under
      two triggers, and the load kept its schedule. Each step prints the job's CPU, its peak RSS
-     (JVM, Python workers and driver together) and the CPU the broker and the generator took;
+     (JVM, Python workers and driver together) and the CPU the broker, the Pushgateway and the
+     generator took;
   3. detection: every step cuts a voter of cluster 0 off `--warmup-seconds` + 10 s in; the time
      from the fault to its `unreachable` transition reaching the writer, at the highest sustained
      `local[2]` step (the goal: within the unreachable threshold + 2 s);
@@ -83,6 +84,10 @@ class Pushgateway:
                     raise RuntimeError(f"the Pushgateway did not start (log: {self._log.name})")
                 time.sleep(0.2)
 
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
     def stop(self) -> None:
         self._process.terminate()
         self._process.wait(10)
@@ -127,6 +132,7 @@ class Step:
     window: list[Batch] = field(default_factory=list)  # the judged batches
     job_cpu_s: float = 0.0
     broker_cpu_s: float = 0.0
+    pushgateway_cpu_s: float = 0.0  # a server on the same cores, as the broker is
     peak_rss: int = 0
     measured_s: float = 0.0  # the judged window: from the warm-up's end to the load's end
     detection_s: float | None = None
@@ -210,12 +216,13 @@ class Bench:
                       cluster=0, replica=CUT_OFF_REPLICA)
         step.clusters = self.clusters_for(rate)
         load = PacedLoad(self.workload(step.clusters, rate, [fault]), a.step_seconds, self.broker.bootstrap, topic)
-        tree = TreeCpu(os.getpid(), exclude=lambda: (self.broker.pid, load.pid, self.pushgateway._process.pid))
+        tree = TreeCpu(os.getpid(), exclude=lambda: (self.broker.pid, load.pid, self.pushgateway.pid))
         load.await_encoded()
         while time.time() * 1000 < load.start_ms + a.warmup_seconds * 1000:
             time.sleep(0.05)
         measured_from = time.time()
         cpu0, broker0 = tree.seconds(), cpu_seconds(self.broker.pid)
+        gateway0 = cpu_seconds(self.pushgateway.pid)
         peak = PeakMemory(tree, interval_s=0.5)
         peak.start()
         step.load = load.await_done()
@@ -223,6 +230,7 @@ class Bench:
         step.measured_s = measured_to - measured_from
         step.job_cpu_s = TreeCpu.used(cpu0, tree.seconds())
         step.broker_cpu_s = cpu_seconds(self.broker.pid) - broker0
+        step.pushgateway_cpu_s = cpu_seconds(self.pushgateway.pid) - gateway0
         step.peak_rss = peak.finish().total
         stop_after_input(job, step.load.records)
         recorder.remove()
@@ -254,7 +262,7 @@ class Bench:
         _, job, _, _, recorder = self.start(spark, topic)
         load = PacedLoad(self.workload(clusters, None), a.warmup_seconds + a.idle_seconds,
                          self.broker.bootstrap, topic)
-        tree = TreeCpu(os.getpid(), exclude=lambda: (self.broker.pid, load.pid, self.pushgateway._process.pid))
+        tree = TreeCpu(os.getpid(), exclude=lambda: (self.broker.pid, load.pid, self.pushgateway.pid))
         load.await_encoded()
         while time.time() * 1000 < load.start_ms + a.warmup_seconds * 1000:
             time.sleep(0.05)
@@ -287,6 +295,7 @@ def print_step(s: Step) -> None:
           f"      {len(s.window)} batches judged: median {durations[len(durations) // 2]} ms, "
           f"longest {durations[-1]} ms, input delay at most {max(delays) / 1000:.1f} s; job CPU {s.job_cpu_s / s.measured_s:.2f} cores, "
           f"peak RSS {s.peak_rss / MIB:,.0f} MiB; broker CPU {s.broker_cpu_s / s.measured_s:.2f} cores, "
+          f"Pushgateway CPU {s.pushgateway_cpu_s / s.measured_s:.2f} cores, "
           f"generator CPU {load.publish_cpu_s / load.publish_wall_s:.2f} cores; detection {detection}", flush=True)
 
 

@@ -97,7 +97,8 @@ class HealthBatchWriter:
         # or the query (the Prometheus push, which pages, goes first).
         self.monitor.record_batch(self.clock() - started)
         self._guarded("prometheus", self.prometheus and (
-            lambda: self.prometheus.publish(applied.changed_clusters, applied.vanished_clusters)))
+            lambda: self.prometheus.publish(applied.changed_clusters, applied.vanished_clusters,
+                                            urgent_clusters(applied.events))))
         self._guarded("kafka", self.kafka and (lambda: self._publish_events(applied.events, batch_id)))
         self._guarded("console", self.console and (
             lambda: self.console.publish(self.snapshot, applied.events, batch_id, stalled)))
@@ -152,3 +153,8 @@ class HealthBatchWriter:
         for sink in (self.prometheus, self.kafka, self.console):
             if sink is not None:
                 sink.close()
+
+
+def urgent_clusters(events: list[dict[str, Any]]) -> set[str]:
+    """Clusters whose status or cause changed in a batch: their metrics are pushed at once."""
+    return {e["cluster_id"] for e in events if e["kind"] in ("transition", "cause")}

@@ -20,12 +20,19 @@ class PrometheusSinkConfig:
     push_timeout_s: float = 2.0          # per HTTP request
     push_attempts: int = 3               # tries per group per batch before counting a failure
     retry_backoff_s: float = 0.2         # doubled after each failed try
+    # Least time between push rounds. A changed status or cause is pushed at once; values that
+    # only moved wait for the next round. Prometheus reads the gateway when it scrapes (every 5 s
+    # in deploy/prometheus), so pushing more often is work for nobody: for the gateway, each PUT
+    # is checked against every group it holds. 0: a round after every batch.
+    push_interval_ms: int = 5000
     exporter_host: str = "0.0.0.0"
     exporter_port: int = 9464
 
     def __post_init__(self) -> None:
         if self.mode not in PROMETHEUS_MODES:
             raise ConfigError(f"mode: must be one of {', '.join(PROMETHEUS_MODES)} (got {self.mode!r})")
+        if self.push_interval_ms < 0:
+            raise ConfigError(f"push_interval_ms: must be >= 0 (got {self.push_interval_ms})")
         if self.push_attempts < 1:
             raise ConfigError(f"push_attempts: must be >= 1 (got {self.push_attempts})")
         if not 0 <= self.exporter_port <= 65535:

@@ -12,7 +12,11 @@ group's retries per batch, not one per cluster.
 
 Pushes run on a thread of their own, off the micro-batch: `publish` marks what changed and
 returns, and the pusher sends the latest snapshot of everything marked since its last round (a
-gauge needs only its newest value). So the gateway's answer time (every PUT is checked against
+gauge needs only its newest value). Rounds are at least `push_interval_ms` apart, unless a
+cluster's status or cause changed (`urgent`): that round starts at once, so a page is never
+held back, while values that only moved (lags, ages, ratios) wait; Prometheus reads the gateway
+only when it scrapes. Measured with 100 busy clusters on the shared 2-core machine, a round
+after every 1 s batch kept the gateway itself at 0.56 cores. So the gateway's answer time (every PUT is checked against
 all the groups it holds: about a second for a hundred groups here) no longer adds to every batch,
 and a slow gateway delays the metrics, never the health state or the event topic. `flush` waits
 for the marked groups to be pushed (tests, and `close`).
@@ -47,13 +51,19 @@ class PushgatewaySink:
         self._changed = threading.Condition()
         self._rounds_wanted = 0   # publish calls not yet taken up by a round
         self._pushing = False
+        self._urgent = False      # a marked cluster changed status: no waiting for the interval
+        self._flushing = 0        # flush() calls waiting: no waiting for the interval either
+        self._next_round_at = 0.0  # time.monotonic()
         self._closing = False
         self._thread: threading.Thread | None = None
 
-    def publish(self, changed: set[str], vanished: set[str]) -> None:
-        """Mark one batch's changes; the pusher thread sends them (see the module's docstring)."""
+    def publish(self, changed: set[str], vanished: set[str], urgent: set[str] = frozenset()) -> None:
+        """Mark one batch's changes; the pusher thread sends them (see the module's docstring).
+        `urgent`: the changed clusters whose status or cause changed."""
         with self._changed:
             self.dirty |= changed - vanished
+            if (urgent & changed) - vanished:
+                self._urgent = True
             self.to_delete |= vanished
             self.dirty -= vanished
             self._rounds_wanted += 1
@@ -65,7 +75,16 @@ class PushgatewaySink:
     def flush(self, timeout_s: float | None = None) -> bool:
         """Wait until every publish so far has been pushed (or failed and been counted)."""
         with self._changed:
-            return self._changed.wait_for(lambda: not self._rounds_wanted and not self._pushing, timeout_s)
+            self._flushing += 1
+            self._changed.notify_all()
+            try:
+                return self._changed.wait_for(lambda: not self._rounds_wanted and not self._pushing, timeout_s)
+            finally:
+                self._flushing -= 1
+
+    def _round_due(self) -> bool:
+        return (self._urgent or self._flushing > 0 or self._closing
+                or time.monotonic() >= self._next_round_at)
 
     def _pusher(self) -> None:
         while True:
@@ -73,7 +92,10 @@ class PushgatewaySink:
                 self._changed.wait_for(lambda: self._rounds_wanted or self._closing)
                 if not self._rounds_wanted:
                     return
-                self._rounds_wanted, self._pushing = 0, True
+                while not self._round_due():
+                    self._changed.wait(max(0.0, self._next_round_at - time.monotonic()))
+                self._rounds_wanted, self._pushing, self._urgent = 0, True, False
+                self._next_round_at = time.monotonic() + self.cfg.push_interval_ms / 1000
                 to_delete, self.to_delete = self.to_delete, set()
                 dirty, self.dirty = self.dirty, set()
             try:

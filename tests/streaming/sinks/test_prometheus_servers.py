@@ -191,3 +191,46 @@ def test_a_gateway_that_holds_its_answers_holds_up_the_metrics_not_the_batch():
         release.set()
         writer.close()
         server.shutdown()
+
+
+def test_values_that_only_moved_wait_for_the_push_interval_and_a_changed_status_goes_at_once(servers):
+    """Against the real Pushgateway, with a 60 s interval: the first round goes at once; a batch
+    in which c1's values only moved leaves c1 marked and its push time unchanged; a batch in
+    which c2's voter turns unreachable starts a round at once, which takes c1's newest values
+    along."""
+    import time
+
+    gateway = servers[0]
+    writer = make_batch_writer(SinkConfig.from_dict({"prometheus": {
+        "pushgateway_url": gateway.url, "job": "interval", "push_interval_ms": 60_000}}), HealthConfig())
+
+    def push_time(cluster: str) -> float | None:
+        lines = gateway_series(gateway, 'job="interval"', "push_time_seconds{", f'cluster="{cluster}"')
+        return float(lines[0].rsplit(" ", 1)[1]) if lines else None
+
+    def status_changes(rows: list[dict]) -> list[dict]:
+        return [r for r in rows if r["kind"] in ("transition", "cause")]
+
+    try:
+        c1, c2 = ScriptedQuorum("c1"), ScriptedQuorum("c2")
+        writer.write_rows(c1.rows(2000) + c2.rows(2000), batch_id=0)
+        first = wait_for(lambda: push_time("c1"), 30, "the first round")
+
+        moved = c1.rows(3000)
+        assert moved and not status_changes(moved)
+        writer.write_rows(moved, batch_id=1)
+        time.sleep(1.0)  # an absence to observe: nothing may be pushed within the interval
+        assert push_time("c1") == first and writer.prometheus.dirty == {"c1"}
+
+        c2.script.mode[3] = "silent"
+        flagged = c2.rows(7000)
+        assert status_changes(flagged)
+        started = time.monotonic()
+        writer.write_rows(flagged, batch_id=2)
+        wait_for(lambda: gateway_series(gateway, 'job="interval"', 'cluster="c2"', 'status="unreachable"', "} 1"),
+                 20, "c2's unreachable voter at the gateway")
+        assert time.monotonic() - started < 20  # not the 60 s interval
+        assert push_time("c1") > first and not writer.prometheus.dirty
+        assert writer.monitor.push_failures_total == 0
+    finally:
+        writer.close()
