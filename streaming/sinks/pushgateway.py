@@ -12,14 +12,16 @@ group's retries per batch, not one per cluster.
 
 Pushes run on a thread of their own, off the micro-batch: `publish` marks what changed and
 returns, and the pusher sends the latest snapshot of everything marked since its last round (a
-gauge needs only its newest value). Rounds are at least `push_interval_ms` apart, unless a
-cluster's status or cause changed (`urgent`): that round starts at once, so a page is never
-held back, while values that only moved (lags, ages, ratios) wait; Prometheus reads the gateway
-only when it scrapes. Measured with 100 busy clusters on the shared 2-core machine, a round
-after every 1 s batch kept the gateway itself at 0.56 cores. So the gateway's answer time (every PUT is checked against
+gauge needs only its newest value). So the gateway's answer time (every PUT is checked against
 all the groups it holds: about a second for a hundred groups here) no longer adds to every batch,
 and a slow gateway delays the metrics, never the health state or the event topic. `flush` waits
 for the marked groups to be pushed (tests, and `close`).
+
+Rounds are at least `push_interval_ms` apart, unless a cluster's status or cause changed
+(`urgent`): that round starts at once, so a page is never held back, while values that only
+moved (lags, ages, ratios) wait; Prometheus reads the gateway only when it scrapes. Measured
+with 20 busy clusters on the shared 2-core machine: a round after every 1 s batch kept the
+gateway at 0.09-0.10 cores, rounds 5 s apart at 0.02-0.03.
 """
 from __future__ import annotations
 

@@ -4,22 +4,14 @@ the query, and after `remove()` nothing more arrives."""
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 from pyspark.sql import functions as F
 
+from prometheus_tools import wait_for
 from streaming.progress_listener import ProgressListener
 
 pytestmark = pytest.mark.spark
-
-
-def wait_until(condition, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def test_progress_arrives_as_spark_json_until_removed(spark, tmp_path):
@@ -38,12 +30,12 @@ def test_progress_arrives_as_spark_json_until_removed(spark, tmp_path):
     query = (rows.writeStream.queryName("listened").format("noop")
              .option("checkpointLocation", str(tmp_path / "cp")).trigger(processingTime="200 milliseconds").start())
     try:
-        wait_until(lambda: sum(p["numInputRows"] for p in list(seen)) > 0 and len(seen) >= 3, 60,
+        wait_for(lambda: sum(p["numInputRows"] for p in list(seen)) > 0 and len(seen) >= 3, 60,
                    "three progress events, one with input")
         listener.remove()
         # Spark records a batch's progress before posting it: anything posted later is newer
         last = query.lastProgress["batchId"]
-        wait_until(lambda: query.lastProgress["batchId"] >= last + 3, 60, "three more batches")
+        wait_for(lambda: query.lastProgress["batchId"] >= last + 3, 60, "three more batches")
         assert query.isActive and query.exception() is None
     finally:
         query.stop()

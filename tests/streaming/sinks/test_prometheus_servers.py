@@ -11,6 +11,7 @@ from prometheus_tools import Server, http_get, wait_for
 from quorum.embedded_broker import free_port
 from streaming.health.config import HealthConfig
 from streaming.sinks import SinkConfig, make_batch_writer
+from streaming.sinks.batch_writer import urgent_clusters
 
 from .health_rows import ScriptedQuorum
 
@@ -208,23 +209,20 @@ def test_values_that_only_moved_wait_for_the_push_interval_and_a_changed_status_
         lines = gateway_series(gateway, 'job="interval"', "push_time_seconds{", f'cluster="{cluster}"')
         return float(lines[0].rsplit(" ", 1)[1]) if lines else None
 
-    def status_changes(rows: list[dict]) -> list[dict]:
-        return [r for r in rows if r["kind"] in ("transition", "cause")]
-
     try:
         c1, c2 = ScriptedQuorum("c1"), ScriptedQuorum("c2")
         writer.write_rows(c1.rows(2000) + c2.rows(2000), batch_id=0)
         first = wait_for(lambda: push_time("c1"), 30, "the first round")
 
         moved = c1.rows(3000)
-        assert moved and not status_changes(moved)
+        assert moved and not urgent_clusters(moved)
         writer.write_rows(moved, batch_id=1)
         time.sleep(1.0)  # an absence to observe: nothing may be pushed within the interval
         assert push_time("c1") == first and writer.prometheus.dirty == {"c1"}
 
         c2.script.mode[3] = "silent"
         flagged = c2.rows(7000)
-        assert status_changes(flagged)
+        assert urgent_clusters(flagged) == {"c2"}
         started = time.monotonic()
         writer.write_rows(flagged, batch_id=2)
         wait_for(lambda: gateway_series(gateway, 'job="interval"', 'cluster="c2"', 'status="unreachable"', "} 1"),
