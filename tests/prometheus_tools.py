@@ -97,8 +97,9 @@ class Server:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
 
-def wait_for(condition, timeout_s: float, what: str, interval_s: float = 0.2):
-    """Poll `condition()` until it returns something truthy; fail naming `what` at the deadline."""
+def wait_for(condition, timeout_s: float, what, interval_s: float = 0.2):
+    """Poll `condition()` until it returns something truthy; fail naming `what` at the deadline
+    (a callable `what` is asked then, to say what was seen)."""
     deadline = time.monotonic() + timeout_s
     last = None
     while time.monotonic() < deadline:
@@ -106,4 +107,6 @@ def wait_for(condition, timeout_s: float, what: str, interval_s: float = 0.2):
         if last:
             return last
         time.sleep(interval_s)
+    if callable(what):
+        what = what()
     pytest.fail(f"timed out after {timeout_s} s waiting for {what} (last: {last!r})", pytrace=False)
