@@ -17,11 +17,13 @@ all the groups it holds: about a second for a hundred groups here) no longer add
 and a slow gateway delays the metrics, never the health state or the event topic. `flush` waits
 for the marked groups to be pushed (tests, and `close`).
 
-Rounds are at least `push_interval_ms` apart, unless a cluster's status or cause changed
-(`urgent`): that round starts at once, so a page is never held back, while values that only
-moved (lags, ages, ratios) wait; Prometheus reads the gateway only when it scrapes. Measured
-with 20 busy clusters on the shared 2-core machine: a round after every 1 s batch kept the
-gateway at 0.09-0.10 cores, rounds 5 s apart at 0.02-0.03.
+Rounds are at least `push_interval_ms` apart: values that only moved (lags, ages, ratios) wait;
+Prometheus reads the gateway only when it scrapes. Measured with 20 busy clusters on the shared
+2-core machine: a round after every 1 s batch kept the gateway at 0.09-0.10 cores, rounds 5 s
+apart at 0.02-0.03. A cluster whose status or cause changed (`urgent`) is pushed at once, alone,
+so a page is never held back and a quorum that flaps does not bring every other cluster's group
+along with it each batch (each PUT costs the gateway a check against all its groups); deletes and
+the monitor group go with the full rounds. An urgent push that fails waits for the next full round.
 """
 from __future__ import annotations
 
@@ -53,7 +55,7 @@ class PushgatewaySink:
         self._changed = threading.Condition()
         self._rounds_wanted = 0   # publish calls not yet taken up by a round
         self._pushing = False
-        self._urgent = False      # a marked cluster changed status: no waiting for the interval
+        self.urgent: set[str] = set()  # marked clusters whose status changed: pushed at once, alone
         self._flushing = 0        # flush() calls waiting: no waiting for the interval either
         self._next_round_at = 0.0  # time.monotonic()
         self._closing = False
@@ -64,10 +66,10 @@ class PushgatewaySink:
         `urgent`: the changed clusters whose status or cause changed."""
         with self._changed:
             self.dirty |= changed - vanished
-            if (urgent & changed) - vanished:
-                self._urgent = True
+            self.urgent |= (urgent & changed) - vanished
             self.to_delete |= vanished
             self.dirty -= vanished
+            self.urgent -= vanished
             self._rounds_wanted += 1
             if self._thread is None:
                 self._thread = threading.Thread(target=self._pusher, name="pushgateway-pusher", daemon=True)
@@ -84,9 +86,8 @@ class PushgatewaySink:
             finally:
                 self._flushing -= 1
 
-    def _round_due(self) -> bool:
-        return (self._urgent or self._flushing > 0 or self._closing
-                or time.monotonic() >= self._next_round_at)
+    def _full_round_due(self) -> bool:
+        return self._flushing > 0 or self._closing or time.monotonic() >= self._next_round_at
 
     def _pusher(self) -> None:
         while True:
@@ -94,14 +95,24 @@ class PushgatewaySink:
                 self._changed.wait_for(lambda: self._rounds_wanted or self._closing)
                 if not self._rounds_wanted:
                     return
-                while not self._round_due():
+                while not (self.urgent or self._full_round_due()):
                     self._changed.wait(max(0.0, self._next_round_at - time.monotonic()))
-                self._rounds_wanted, self._pushing, self._urgent = 0, True, False
-                self._next_round_at = time.monotonic() + self.cfg.push_interval_ms / 1000
-                to_delete, self.to_delete = self.to_delete, set()
-                dirty, self.dirty = self.dirty, set()
+                full = self._full_round_due()
+                self._pushing = True
+                if full:
+                    self._rounds_wanted = 0
+                    self._next_round_at = time.monotonic() + self.cfg.push_interval_ms / 1000
+                    to_delete, self.to_delete = self.to_delete, set()
+                    dirty, self.dirty = self.dirty, set()
+                else:
+                    to_delete, dirty = set(), self.urgent & self.dirty
+                    self.dirty -= dirty
+                self.urgent = set()
             try:
-                failed_deletes, failed_pushes = self._push_round(to_delete, dirty)
+                if full:
+                    failed_deletes, failed_pushes = self._push_round(to_delete, dirty)
+                else:
+                    failed_deletes, failed_pushes = set(), self._push_clusters(sorted(dirty), False)
             except Exception:  # never let the pusher die: what was not pushed is pushed next round
                 log.exception("Pushgateway push round failed")
                 failed_deletes, failed_pushes = to_delete, dirty

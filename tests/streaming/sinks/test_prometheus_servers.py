@@ -197,8 +197,8 @@ def test_a_gateway_that_holds_its_answers_holds_up_the_metrics_not_the_batch():
 def test_values_that_only_moved_wait_for_the_push_interval_and_a_changed_status_goes_at_once(servers):
     """Against the real Pushgateway, with a 60 s interval: the first round goes at once; a batch
     in which c1's values only moved leaves c1 marked and its push time unchanged; a batch in
-    which c2's voter turns unreachable starts a round at once, which takes c1's newest values
-    along."""
+    which c2's voter turns unreachable pushes c2 at once, alone (c1 still waits); a flush pushes
+    c1's newest values."""
     import time
 
     gateway = servers[0]
@@ -228,6 +228,9 @@ def test_values_that_only_moved_wait_for_the_push_interval_and_a_changed_status_
         wait_for(lambda: gateway_series(gateway, 'job="interval"', 'cluster="c2"', 'status="unreachable"', "} 1"),
                  20, "c2's unreachable voter at the gateway")
         assert time.monotonic() - started < 20  # not the 60 s interval
+        assert push_time("c1") == first and writer.prometheus.dirty == {"c1"}
+
+        assert writer.flush(30)
         assert push_time("c1") > first and not writer.prometheus.dirty
         assert writer.monitor.push_failures_total == 0
     finally:
