@@ -12,7 +12,7 @@ process of its own (`paced_load.py`), stamped with the wall clock: a live input,
      its trigger and the input delay (a batch's end minus its newest record's time) stays under
      two triggers, and the load kept its schedule. Each step prints the job's CPU, its peak RSS
      (JVM, Python workers and driver together) and the CPU the broker, the Pushgateway and the
-     generator took;
+     generator took (the gateway is wiped before each run, so it holds only that run's groups);
   3. detection: every step cuts a voter of cluster 0 off `--warmup-seconds` + 10 s in; the time
      from the fault to its `unreachable` transition reaching the writer, at the highest sustained
      `local[2]` step (the goal: within the unreachable threshold + 2 s);
