@@ -26,7 +26,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-
 def measure(unix_sockets: bool, calls: int) -> list[float]:
     """In this process: microseconds per `get`, the fastest of five passes, one figure per key."""
     import time

@@ -17,9 +17,9 @@ LOCAL_CHECKPOINT_FILE_MANAGER = \
     "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
 # Python workers talk to their JVM (the health processor's state server above all: every state
 # call is a round trip) over a Unix domain socket instead of loopback TCP. Measured by
-# benchmarks/state_round_trip.py: a round trip 0.87 x the TCP one; the worker's own CPU per call
-# (its send and receive) from 47-78 us to 30-51. Worker and JVM are on the same host in every
-# deployment (executor and its workers); a job's `spark.conf` can turn it off.
+# benchmarks/state_round_trip.py: a round trip 0.87 x the TCP one (and, timed once with the
+# worker's thread CPU clock, its own CPU per call 30-51 us against 47-78). Worker and JVM are on
+# the same host in every deployment (executor and its workers); a job's `spark.conf` can turn it off.
 UNIX_SOCKETS = "spark.python.unix.domain.socket.enabled"
 LOOPBACK = "127.0.0.1"
 # the driver's addresses: pinned to loopback in local mode only
