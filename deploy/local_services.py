@@ -66,9 +66,9 @@ def http_json(url: str):
 
 
 def pushed_clusters(pushgateway: str) -> set[str]:
-    """The `cluster` label of every group on the Pushgateway."""
+    """The clusters whose health is on the Pushgateway (the `cluster` label of `quorum_status`)."""
     groups = http_json(f"http://{pushgateway}/api/v1/metrics")["data"]
-    return {g["labels"].get("cluster") for g in groups}
+    return {m["labels"].get("cluster") for g in groups for m in g.get("quorum_status", {}).get("metrics", [])}
 
 
 # --- the quorum -------------------------------------------------------------------------------

@@ -11,19 +11,19 @@ PROMETHEUS_MODES = ("pushgateway", "exporter", "off")
 
 @dataclass(frozen=True)
 class PrometheusSinkConfig:
-    """`sink.prometheus`. `pushgateway`: PUT one group per cluster to a Pushgateway (for drivers
+    """`sink.prometheus`. `pushgateway`: PUT the job's one group to a Pushgateway (for drivers
     Prometheus cannot scrape). `exporter`: serve /metrics from the driver (advised for a
     long-running job). `off`: no Prometheus output."""
     mode: str = "pushgateway"
     pushgateway_url: str = "http://127.0.0.1:9091"
-    job: str = "quorum_health"           # the Pushgateway `job` of every group
+    job: str = "quorum_health"           # the Pushgateway group's `job`: one name per job
     push_timeout_s: float = 2.0          # per HTTP request
-    push_attempts: int = 3               # tries per group per batch before counting a failure
+    push_attempts: int = 3               # tries per round before counting a failure
     retry_backoff_s: float = 0.2         # doubled after each failed try
     # Least time between push rounds. A changed status or cause is pushed at once; values that
     # only moved wait for the next round. Prometheus reads the gateway when it scrapes (every 5 s
     # in deploy/prometheus), so pushing more often is work for nobody: for the gateway, each PUT
-    # is checked against every group it holds. 0: a round after every batch.
+    # is checked against every series it holds. 0: a round after every batch.
     push_interval_ms: int = 5000
     exporter_host: str = "0.0.0.0"
     exporter_port: int = 9464

@@ -28,11 +28,11 @@ VOTERS = (1, 2, 3)
 OBSERVER = 3000
 
 
-def cluster_exposition(cluster: str | None, leaders_claimed: int = 1) -> str:
+def cluster_exposition(cluster: str, leaders_claimed: int = 1) -> str:
     """Every per-replica and per-quorum metric of the contract for a 3-voter + 1-observer quorum
-    whose voter 3 is unreachable, in the text format. `cluster=None`: the Pushgateway adds it."""
+    whose voter 3 is unreachable, in the text format."""
     def labels(**extra) -> str:
-        pairs = ({"cluster": cluster} if cluster else {}) | {"partition": PARTITION} | extra
+        pairs = {"cluster": cluster, "partition": PARTITION} | extra
         return "{" + ",".join(f'{k}="{v}"' for k, v in pairs.items()) + "}"
 
     lines = []
@@ -73,7 +73,8 @@ def cluster_exposition(cluster: str | None, leaders_claimed: int = 1) -> str:
 
 
 def monitor_exposition() -> str:
-    return "\n".join([
+    """The job's own health, as the Pushgateway sink labels it (cluster="_monitor")."""
+    lines = [
         "# TYPE quorum_monitor_input_records_total counter", "quorum_monitor_input_records_total 81234",
         "# TYPE quorum_monitor_invalid_records_total counter",
         'quorum_monitor_invalid_records_total{reason="bad_json"} 3',
@@ -86,13 +87,17 @@ def monitor_exposition() -> str:
         "# TYPE quorum_monitor_sink_failures_total counter", 'quorum_monitor_sink_failures_total{sink="kafka"} 0',
         "# TYPE quorum_monitor_health_events_pending gauge", "quorum_monitor_health_events_pending 0",
         "# TYPE quorum_monitor_health_events_dropped_total counter", "quorum_monitor_health_events_dropped_total 0",
-    ]) + "\n"
+    ]
+    labelled = lambda line: (  # noqa: E731
+        line if line.startswith("#") else line.replace("{", '{cluster="_monitor",', 1) if "{" in line
+        else line.replace(" ", '{cluster="_monitor"} ', 1))
+    return "\n".join(map(labelled, lines)) + "\n"
 
 
-def push_group(pushgateway: Server, cluster: str, body: str) -> None:
-    """PUT one cluster's group, as the streaming job does (PUT replaces the whole group)."""
-    request = urllib.request.Request(f"{pushgateway.url}/metrics/job/quorum_health/cluster/{cluster}",
-                                     data=body.encode(), method="PUT")
+def push_job_group(pushgateway: Server, body: str) -> None:
+    """PUT the job's one group, as the streaming job does (PUT replaces the whole group)."""
+    request = urllib.request.Request(f"{pushgateway.url}/metrics/job/quorum_health", data=body.encode(),
+                                     method="PUT")
     urllib.request.urlopen(request, timeout=5).read()
 
 
@@ -168,8 +173,7 @@ def monitoring_stack(tmp_path_factory):
              Server("prometheus-alertmanager", lambda a: [
                  f"--config.file={am_config}", f"--storage.path={workdir / 'am'}", f"--web.listen-address={a}",
                  "--cluster.listen-address="], workdir) as alertmanager:
-            push_group(pushgateway, "c1", cluster_exposition(None, leaders_claimed=2))
-            push_group(pushgateway, "_monitor", monitor_exposition())
+            push_job_group(pushgateway, cluster_exposition("c1", leaders_claimed=2) + monitor_exposition())
             config = workdir / "prometheus.yml"
             config.write_text(render_prometheus_config(pushgateway.address, exporter.address, alertmanager.address,
                                                        DEFAULT_RULES, scrape_interval=1))

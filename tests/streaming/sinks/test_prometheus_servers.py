@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import urllib.parse
+import urllib.request
 
 import pytest
 
@@ -83,16 +84,16 @@ def test_pushgateway_mode_prometheus_sees_the_flagged_replica_then_not_once_it_v
 
     assert promql(prometheus, 'quorum_replica_status{cluster="c1", replica="4"}')
 
-    # Observer 4 forgotten: the PUT replaces the cluster's group, so its series go.
+    # Observer 4 forgotten: the PUT replaces the job's group, so its series go.
     writer.write_rows(observer_vanishes(q), batch_id=1)
     assert writer.flush()
     assert not gateway_series(gateway, 'cluster="c1"', 'replica="4"')
     wait_for(lambda: not promql(prometheus, 'quorum_replica_status{cluster="c1", replica="4"}'), 30,
              "observer 4's series to disappear")
-    assert promql(prometheus, FLAGGED)  # the rest of the group is still there
-    assert promql(prometheus, 'quorum_replica_status{cluster="c2", replica="3"}')  # other groups untouched
+    assert promql(prometheus, FLAGGED)  # the rest of the cluster is still there
+    assert promql(prometheus, 'quorum_replica_status{cluster="c2", replica="3"}')  # other clusters untouched
 
-    # Quorum c2 forgotten by the processor (silent past quorum_forget_ms): its group is deleted.
+    # Quorum c2 forgotten by the processor (silent past quorum_forget_ms): its series go.
     forget = {"kind": "forget", "cluster_id": "c2", "topic": "__cluster_metadata", "partition": 0, "seq": 10**6,
               "now_ms": 0, "proc_ms": 3000, "last_input_proc_ms": 1000, "silent": True, "replica_id": None}
     writer.write_rows([forget] + q.rows(1000, proc_ms=3000), batch_id=2)
@@ -122,18 +123,57 @@ def test_exporter_mode_prometheus_scrapes_the_driver_and_vanished_series_go(serv
         writer.close()
 
 
-def test_every_clusters_group_reaches_the_pushgateway_when_pushed_several_at_a_time(servers):
+def pushed_groups(gateway: Server, job: str) -> list[dict[str, str]]:
+    """The grouping labels of the gateway's groups of one job."""
+    groups = json.loads(http_get(f"{gateway.url}/api/v1/metrics"))["data"]
+    return [g["labels"] for g in groups if g["labels"].get("job") == job]
+
+
+def test_every_cluster_and_the_monitor_go_in_one_group_of_the_job(servers):
     gateway = servers[0]
     writer = make_batch_writer(SinkConfig.from_dict({"prometheus": {"pushgateway_url": gateway.url,
-                                                                    "job": "many_groups"}}), HealthConfig())
+                                                                    "job": "many_clusters"}}), HealthConfig())
     try:
         clusters = [f"many-{c}" for c in range(30)]
         writer.write_rows([r for c in clusters for r in ScriptedQuorum(c).rows(2000)], batch_id=0)
         assert writer.flush()
-        assert writer.monitor.push_failures_total == 0 and not writer.prometheus.dirty
+        assert writer.monitor.push_failures_total == 0 and not writer.prometheus.pending
         pushed = {line.split('cluster="')[1].split('"')[0]
-                  for line in gateway_series(gateway, 'job="many_groups"', "quorum_status{")}
+                  for line in gateway_series(gateway, 'job="many_clusters"', "quorum_status{")}
         assert pushed == set(clusters)
+        assert gateway_series(gateway, 'job="many_clusters"', "quorum_monitor_input_stalled{", 'cluster="_monitor"')
+        assert pushed_groups(gateway, "many_clusters") == [{"job": "many_clusters"}]
+    finally:
+        writer.close()
+
+
+def test_an_upgrade_deletes_the_jobs_groups_per_cluster_and_nothing_else(servers):
+    """Before, the job pushed a group per cluster; their series are the one group's series, which
+    the gateway refuses to hold twice, so they go before the first push. Groups of other jobs, and
+    of this job under other grouping keys, stay."""
+    gateway = servers[0]
+
+    def put(path: str, body: str) -> None:
+        request = urllib.request.Request(f"{gateway.url}/metrics/{path}", data=body.encode(), method="PUT")
+        urllib.request.urlopen(request, timeout=5).read()
+    old_c1 = "# TYPE quorum_leader_id gauge\nquorum_leader_id{partition=\"__cluster_metadata-0\"} 1\n"
+    put("job/upgrade/cluster/c1", old_c1)
+    put("job/upgrade/cluster/c9", old_c1)
+    put("job/upgrade/cluster/_monitor", "# TYPE quorum_monitor_input_stalled gauge\nquorum_monitor_input_stalled 0\n")
+    put("job/upgrade/instance/other", "# TYPE kept gauge\nkept 1\n")
+    put("job/another_job/cluster/c1", old_c1)
+
+    writer = make_batch_writer(SinkConfig.from_dict({"prometheus": {"pushgateway_url": gateway.url,
+                                                                    "job": "upgrade"}}), HealthConfig())
+    try:
+        writer.write_rows(ScriptedQuorum("c1").rows(2000), batch_id=0)
+        assert writer.flush(30)
+        assert writer.monitor.push_failures_total == 0 and writer.prometheus.cluster_groups_deleted
+        assert sorted(map(sorted, (g.items() for g in pushed_groups(gateway, "upgrade")))) == [
+            [("instance", "other"), ("job", "upgrade")], [("job", "upgrade")]]
+        assert pushed_groups(gateway, "another_job") == [{"job": "another_job", "cluster": "c1"}]
+        assert not gateway_series(gateway, 'job="upgrade"', 'cluster="c9"')
+        assert gateway_series(gateway, 'job="upgrade"', 'cluster="c1"', "quorum_status{")
     finally:
         writer.close()
 
@@ -149,26 +189,33 @@ def test_pushgateway_down_is_retried_counted_and_never_fatal():
     assert writer.flush()
     writer.write_rows([], batch_id=1)
     assert writer.flush()
-    # Every cluster group and the monitor group counted as failed, in each batch; the clusters
-    # stay pending for the next push; one group's retries per batch (doubling), not twenty.
-    assert writer.monitor.push_failures_total == 2 * (20 + 1)
-    assert len(writer.prometheus.dirty) == 20
+    # One failed round counted per batch, whatever the number of clusters; the gateway stays
+    # behind (pending) for the next round; three tries a round, the waits doubling.
+    assert writer.monitor.push_failures_total == 2
+    assert writer.prometheus.pending
     assert backoffs == [0.05, 0.1] * 2
 
 
 def test_a_gateway_that_holds_its_answers_holds_up_the_metrics_not_the_batch():
-    """The pusher works off the batch: while the gateway sits on a PUT, batches go on and mark
-    more groups, and once it answers, the newest state of every marked group is pushed."""
+    """The pusher works off the batch: while the gateway sits on a PUT, batches go on, and once it
+    answers, a round pushes the newest state of everything."""
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     release, pushed = threading.Event(), []
 
     class HoldingGateway(BaseHTTPRequestHandler):
+        def do_GET(self):  # the groups to clean up: none
+            body = b'{"status": "success", "data": []}'
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
         def do_PUT(self):
-            self.rfile.read(int(self.headers["Content-Length"]))
+            body = self.rfile.read(int(self.headers["Content-Length"])).decode()
             release.wait(60)
-            pushed.append(urllib.parse.unquote(self.path))
+            pushed.append((urllib.parse.unquote(self.path), body))
             self.send_response(202)
             self.end_headers()
 
@@ -186,7 +233,8 @@ def test_a_gateway_that_holds_its_answers_holds_up_the_metrics_not_the_batch():
         assert not writer.flush(0.2) and pushed == []
         release.set()
         assert writer.flush(30)
-        assert {p.rsplit("/", 1)[1] for p in pushed} == {"c1", "c2", "_monitor"}
+        assert [path for path, _ in pushed] == ["/metrics/job/quorum_health"] * 2
+        assert all(f'cluster="{c}"' in pushed[-1][1] for c in ("c1", "c2", "_monitor"))
         assert writer.monitor.push_failures_total == 0
     finally:
         release.set()
@@ -196,29 +244,33 @@ def test_a_gateway_that_holds_its_answers_holds_up_the_metrics_not_the_batch():
 
 def test_values_that_only_moved_wait_for_the_push_interval_and_a_changed_status_goes_at_once(servers):
     """Against the real Pushgateway, with a 60 s interval: the first round goes at once; a batch
-    in which c1's values only moved leaves c1 marked and its push time unchanged; a batch in
-    which c2's voter turns unreachable pushes c2 at once, alone (c1 still waits); a flush pushes
-    c1's newest values."""
+    in which c1's values only moved leaves the gateway behind and its push time unchanged; a
+    batch in which c2's voter turns unreachable starts a round at once, which takes c1's newest
+    values along; a later batch in which values only moved waits again."""
     import time
 
     gateway = servers[0]
     writer = make_batch_writer(SinkConfig.from_dict({"prometheus": {
         "pushgateway_url": gateway.url, "job": "interval", "push_interval_ms": 60_000}}), HealthConfig())
 
-    def push_time(cluster: str) -> float | None:
-        lines = gateway_series(gateway, 'job="interval"', "push_time_seconds{", f'cluster="{cluster}"')
+    def push_time() -> float | None:
+        lines = gateway_series(gateway, 'job="interval"', "push_time_seconds{")
         return float(lines[0].rsplit(" ", 1)[1]) if lines else None
+
+    def c1_high_watermark() -> list[str]:
+        return gateway_series(gateway, 'job="interval"', "quorum_high_watermark{", 'cluster="c1"')
 
     try:
         c1, c2 = ScriptedQuorum("c1"), ScriptedQuorum("c2")
         writer.write_rows(c1.rows(2000) + c2.rows(2000), batch_id=0)
-        first = wait_for(lambda: push_time("c1"), 30, "the first round")
+        first = wait_for(push_time, 30, "the first round")
+        first_hw = c1_high_watermark()
 
         moved = c1.rows(3000)
         assert moved and not urgent_clusters(moved)
         writer.write_rows(moved, batch_id=1)
         time.sleep(1.0)  # an absence to observe: nothing may be pushed within the interval
-        assert push_time("c1") == first and writer.prometheus.dirty == {"c1"}
+        assert push_time() == first and writer.prometheus.pending and c1_high_watermark() == first_hw
 
         c2.script.mode[3] = "silent"
         flagged = c2.rows(7000)
@@ -228,10 +280,13 @@ def test_values_that_only_moved_wait_for_the_push_interval_and_a_changed_status_
         wait_for(lambda: gateway_series(gateway, 'job="interval"', 'cluster="c2"', 'status="unreachable"', "} 1"),
                  20, "c2's unreachable voter at the gateway")
         assert time.monotonic() - started < 20  # not the 60 s interval
-        assert push_time("c1") == first and writer.prometheus.dirty == {"c1"}
+        assert writer.flush(30) and not writer.prometheus.pending
+        second = push_time()
+        assert second > first and c1_high_watermark() != first_hw  # c1's newest values went along
 
-        assert writer.flush(30)
-        assert push_time("c1") > first and not writer.prometheus.dirty
+        writer.write_rows(c1.rows(1000), batch_id=3)
+        time.sleep(1.0)  # the interval runs from the urgent round
+        assert push_time() == second and writer.prometheus.pending
         assert writer.monitor.push_failures_total == 0
     finally:
         writer.close()
