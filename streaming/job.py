@@ -132,7 +132,8 @@ def start_job(spark: SparkSession, cfg: JobConfig, writer: HealthBatchWriter | N
     health_query = (health.writeStream.queryName(HEALTH_QUERY).outputMode("update").foreachBatch(writer)
                     .option("checkpointLocation", str(checkpoint / "health"))
                     .trigger(processingTime=trigger).start())
-    log.info("started %s from %s topic %s, checkpoint %s, dead letters %s", HEALTH_QUERY,
-             cfg.source.bootstrap_servers, cfg.source.topic, checkpoint,
-             cfg.dead_letters.path if cfg.dead_letters.enabled else "off")
+    log.info("started %s from %s topic %s, checkpoint %s, dead letters %s, Prometheus metrics %s, health topic %s",
+             HEALTH_QUERY, cfg.source.bootstrap_servers, cfg.source.topic, checkpoint,
+             cfg.dead_letters.path if cfg.dead_letters.enabled else "off", cfg.sink.prometheus.describe(),
+             cfg.sink.kafka.topic if cfg.sink.kafka.enabled else "off")
     return RunningJob(spark, health_query, writer, listener, [health_query])

@@ -40,6 +40,14 @@ class PrometheusSinkConfig:
         if self.push_timeout_s <= 0 or self.retry_backoff_s < 0:
             raise ConfigError("push_timeout_s must be > 0 and retry_backoff_s >= 0")
 
+    def describe(self) -> str:
+        """Where the metrics go, for the job's start line."""
+        if self.mode == "pushgateway":
+            return f"pushed to {self.pushgateway_url} as job={self.job} (one group)"
+        if self.mode == "exporter":
+            return f"served on {self.exporter_host}:{self.exporter_port}/metrics"
+        return "off"
+
 
 @dataclass(frozen=True)
 class KafkaSinkConfig:

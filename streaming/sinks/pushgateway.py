@@ -3,8 +3,8 @@ whole (HTTP PUT).
 
 One group per job (grouping key: `job` alone). The gateway checks each PUT against every series
 it holds, so a group per cluster cost it in the square of the clusters: a round of 100 cluster
-groups took 1.6 s of its CPU, about a core at 150 clusters with a round every 5 s
-(benchmarks/pushgateway_rounds.py); one PUT a round costs one check. The series keep their own
+groups took 1.4 s of its CPU, of 200 groups 7.5 s, more than the 5 s between rounds; the one
+group 0.05 and 0.1 s (benchmarks/pushgateway_rounds.py). The series keep their own
 `cluster` label (the job's health: cluster="_monitor"), so they are the series a group per
 cluster gave. A PUT replaces the group: a replica or cluster gone from the snapshot is gone from
 the gateway at the next push.
@@ -126,16 +126,18 @@ class PushgatewaySink:
 
     def _delete_cluster_groups(self) -> None:
         url = f"{self.cfg.pushgateway_url.rstrip('/')}/api/v1/metrics"
-        if "://" not in url:
-            url = f"http://{url}"  # as prometheus_client reads the gateway's address
+        if not url.startswith("http"):
+            url = f"http://{url}"  # as push_to_gateway reads the gateway's address
         with urllib.request.urlopen(url, timeout=self.cfg.push_timeout_s) as answer:
             groups = json.loads(answer.read())["data"]
-        for labels in (g["labels"] for g in groups):
-            if labels.get("job") == self.cfg.job and set(labels) == {"job", "cluster"}:
-                log.info("deleting the Pushgateway group job=%s cluster=%s (a group per cluster is no longer "
-                         "pushed)", self.cfg.job, labels["cluster"])
-                delete_from_gateway(self.cfg.pushgateway_url, job=self.cfg.job,
-                                    grouping_key={"cluster": labels["cluster"]}, timeout=self.cfg.push_timeout_s)
+        clusters = sorted(g["labels"]["cluster"] for g in groups
+                          if g["labels"].get("job") == self.cfg.job and set(g["labels"]) == {"job", "cluster"})
+        for cluster in clusters:
+            delete_from_gateway(self.cfg.pushgateway_url, job=self.cfg.job, grouping_key={"cluster": cluster},
+                                timeout=self.cfg.push_timeout_s)
+        if clusters:
+            log.info("Pushgateway %s: deleted %d groups of job=%s keyed by cluster, left by an earlier version "
+                     "(the job now pushes one group)", self.cfg.pushgateway_url, len(clusters), self.cfg.job)
 
     def _try(self, action: Callable[[], None], what: str) -> bool:
         backoff = self.cfg.retry_backoff_s

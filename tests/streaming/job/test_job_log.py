@@ -71,6 +71,8 @@ def test_streaming_run_logs_one_line_per_batch_and_no_noise(broker, topic_factor
         assert job.wait(60) == 0
     text = log_path.read_text()
     print("\n".join(m[0] for m in lines))
+    [started] = [line for line in text.splitlines() if " started " in line]
+    assert f"topic {topic}," in started and "dead letters off, Prometheus metrics off, health topic off" in started
     assert sum(int(m[2]) for m in lines) == stats.records + len(bad)
     assert sum(int(m[3]) for m in lines) == len(bad)
     assert [int(m[1]) for m in lines] == list(range(int(lines[0][1]), int(lines[0][1]) + len(lines)))

@@ -16,6 +16,13 @@ def test_sink_defaults_and_nested_sections():
     assert cfg.kafka.producer_config == {"security.protocol": "SSL"}
 
 
+def test_the_start_line_says_where_the_metrics_go():
+    describe = lambda prometheus: SinkConfig.from_dict({"prometheus": prometheus}).prometheus.describe()  # noqa: E731
+    assert describe({}) == "pushed to http://127.0.0.1:9091 as job=quorum_health (one group)"
+    assert describe({"mode": "exporter", "exporter_port": 9999}) == "served on 0.0.0.0:9999/metrics"
+    assert describe({"mode": "off"}) == "off"
+
+
 @pytest.mark.parametrize("section, message", [
     ({"promethus": {}}, r"sink\.promethus: unknown key"),
     ({"prometheus": {"mode": "scrape"}}, r"sink\.prometheus\.mode: must be one of pushgateway, exporter, off"),
