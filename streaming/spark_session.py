@@ -21,6 +21,16 @@ LOCAL_CHECKPOINT_FILE_MANAGER = \
 # worker's thread CPU clock, its own CPU per call 30-51 us against 47-78). Worker and JVM are on
 # the same host in every deployment (executor and its workers); a job's `spark.conf` can turn it off.
 UNIX_SOCKETS = "spark.python.unix.domain.socket.enabled"
+# HotSpot does not compile a method of more than 8,000 bytes of bytecode (HugeMethodLimit): it
+# runs interpreted for ever. Spark's limit for a whole-stage-codegen method is 65,535 by default,
+# and the decoding stage's (route_records: the fast path's checks, the routing of the rest) is
+# 10,943 bytes, so it ran interpreted: 16% of the JVM's samples in Java Flight Recorder at 6,000
+# events/s from 200 clusters. With Spark's limit at HotSpot's, Spark runs such a stage without
+# whole-stage codegen, on generated projections split into small methods the JIT compiles (Spark's
+# own advice for HotSpot). Measured with benchmarks/batch_breakdown.py --clusters 200 --rate 4500:
+# batch median 2,238 -> 1,126 ms, longest 5,765 -> 2,296 ms.
+HUGE_METHOD_LIMIT = "spark.sql.codegen.hugeMethodLimit"
+HOTSPOT_HUGE_METHOD_LIMIT = 8000
 LOOPBACK = "127.0.0.1"
 # the driver's addresses: pinned to loopback in local mode only
 ADDRESS_KEYS = ("spark.driver.bindAddress", "spark.driver.host")
@@ -99,7 +109,8 @@ def build_spark(master: str = "local[*]", app_name: str = "quorum-health", shuff
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.ui.enabled", "false")
                .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-               .config(UNIX_SOCKETS, "true"))
+               .config(UNIX_SOCKETS, "true")
+               .config(HUGE_METHOD_LIMIT, str(HOTSPOT_HUGE_METHOD_LIMIT)))
     for key, value in {**address_conf(master, extra_conf), **(extra_conf or {})}.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()

@@ -239,3 +239,21 @@ def test_the_event_time_for_the_input_delay_comes_from_raw_records_too(spark):
     rows = routed(spark, [events.encode(SNAPSHOT), events.encode(FETCH), json.dumps(ahead).encode(), b"garbage"])
     assert [(r._accepted, r._time_ms) for r in rows] == [(False, SNAPSHOT.time_ms), (True, FETCH.time_ms),
                                                         (False, None), (False, None)]
+
+
+def test_no_decoding_method_is_left_for_the_jvm_to_interpret(spark):
+    """HotSpot never compiles a method over 8,000 bytes of bytecode. Spark compiles each
+    whole-stage-codegen stage into one method; the job's session has Spark run any stage whose
+    method is larger without whole-stage codegen (on small methods), and decoding has one."""
+    from streaming.spark_session import HOTSPOT_HUGE_METHOD_LIMIT, HUGE_METHOD_LIMIT
+    plan = raw_frame(spark, [events.encode(FETCH)]).transform(route_records())._jdf.queryExecution().executedPlan()
+    debug = getattr(getattr(spark._jvm.org.apache.spark.sql.execution.debug, "package$"), "MODULE$")
+    stages = debug.codegenStringSeq(plan).iterator()
+    sizes = []
+    while stages.hasNext():
+        sizes.append(stages.next()._3().maxMethodCodeSize())
+    limit = int(spark.conf.get(HUGE_METHOD_LIMIT))
+    print(f"whole-stage-codegen method sizes: {sizes}; Spark's limit {limit}")
+    assert max(sizes) > HOTSPOT_HUGE_METHOD_LIMIT  # why the setting is there (drop it if this fails)
+    assert limit <= HOTSPOT_HUGE_METHOD_LIMIT
+
