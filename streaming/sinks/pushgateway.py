@@ -66,8 +66,9 @@ class PushgatewaySink:
         self._thread: threading.Thread | None = None
 
     def publish(self, changed: set[str], vanished: set[str], urgent: set[str] = frozenset()) -> None:
-        """Ask for a round; the pusher thread sends it (see the module's docstring). `urgent`: the
-        clusters whose status or cause changed in this batch."""
+        """Ask for a round; the pusher thread sends it (see the module's docstring). Every round
+        pushes the whole snapshot, so `changed` and `vanished` (the batch's clusters) only ask for
+        it; `urgent`, the clusters whose status or cause changed, makes it go at once."""
         with self._changed:
             self.pending = True
             self._urgent = self._urgent or bool(urgent)
