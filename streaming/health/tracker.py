@@ -205,7 +205,7 @@ class QuorumTracker:
         if r["last_fetch"] >= 0 and stamp > r["last_fetch"]:
             gap = stamp - r["last_fetch"]
             r["gap_ms"] = gap if r["gap_ms"] < 0 else (2 * r["gap_ms"] + gap) // 3
-        r["rejected"], r["campaigns"] = None, 0
+        r["rejected"], r["campaigns"], r["campaign_epoch"] = None, 0, -1
         fetch_offset, leader_leo = int(rec["fetch_offset"]), int(rec["leader_log_end_offset"])
         self._truncation_after_divergence(rid, r, fetch_offset, t)
         # KIP-836, in the leader's order (facts file), on the leader's own clock: caught up if the
@@ -259,7 +259,8 @@ class QuorumTracker:
         self._report(node, epoch, rec["to_state"], leader, t, None)
         r = self.s["replicas"].get(str(node))
         if r is not None:
-            self._own_record(r, rec["to_state"], epoch, t, periodic=False)
+            self._own_record(r, rec["to_state"], epoch, t, periodic=False,
+                             entering=rec["from_state"] not in CAMPAIGNING)
         if rec["to_state"] == "leader":
             self._claim(node, epoch, t)
         else:
@@ -340,9 +341,11 @@ class QuorumTracker:
         self.s["reports"][str(node)] = [epoch, state, leader, t, -1 if hw is None else hw,
                                         prev[4] if prev is not None else -1]
 
-    def _own_record(self, r: dict[str, Any], state: str, epoch: int, t: int, periodic: bool) -> None:
+    def _own_record(self, r: dict[str, Any], state: str, epoch: int, t: int, periodic: bool,
+                    entering: bool = False) -> None:
         """A record the node wrote itself: it was alive when it wrote it (a record that came late
-        says so of its own moment, not of now); campaigning counts an election attempt. Only
+        says so of its own moment, not of now); campaigning counts an election attempt: a new
+        epoch, or a state change into campaigning (a pre-vote round keeps the epoch). Only
         its periodic records (metrics) set the pace they are expected at: the state changes of
         a campaign come in bursts between them and would make a slightly late one look fatal."""
         t -= self._late
@@ -353,7 +356,7 @@ class QuorumTracker:
         if periodic:
             r["periodic_ms"] = max(last, t)
         r["own_ms"] = max(r["own_ms"], t)
-        if state in CAMPAIGNING and epoch > r["campaign_epoch"]:
+        if state in CAMPAIGNING and (epoch > r["campaign_epoch"] or entering):
             r["campaigns"] += 1
             r["campaign_epoch"] = epoch
 
@@ -810,11 +813,13 @@ class QuorumTracker:
             return S.UNDECIDED, ("watched through DescribeQuorum only: a partition, a crash and a refused fetch "
                                  "look alike from outside")
         report = s["reports"].get(str(rid))
+        silent_for = now - max(r["last_fetch"], view["since"])
         if alive and report is not None:
             follows = report[2] == leader and report[0] == s["epoch"]
-            if slow and follows:
-                return S.SLOW, (f"valid fetches {r['gap_ms']} ms apart on average, the last "
-                                f"{now - max(r['last_fetch'], view['since'])} ms ago")
+            # Slow only while its fetches still come at their slow pace: a node cut off keeps the
+            # mean gap it had (no fetch arrives to change it), however long the silence.
+            if slow and follows and silent_for <= 2 * r["gap_ms"]:
+                return S.SLOW, f"valid fetches {r['gap_ms']} ms apart on average, the last {silent_for} ms ago"
             if report[1] in CAMPAIGNING:
                 what = f"campaigning in epoch {report[0]} ({r['campaigns']} election attempts)"
             elif report[1] == "leader":
@@ -823,11 +828,16 @@ class QuorumTracker:
                 what = f"follows no leader (epoch {report[0]})"
             elif not follows:
                 what = f"follows node {report[2]} in epoch {report[0]}"
+            elif r["campaigns"] > 0:
+                # A prospective node whose pre-vote fails goes back to the leader it knew, then
+                # times out again: between attempts it reports following, its fetches still lost.
+                what = (f"between election attempts ({r['campaigns']} since its last valid fetch) follows "
+                        f"leader {leader} again, its fetches not arriving for {silent_for} ms")
             else:
                 # Still following: its own fetch timeout has not run out. A one-way partition or
                 # a stall: not yet told apart.
                 return S.UNDECIDED, (f"node {rid} is alive and follows leader {leader}, but no fetch of it "
-                                     f"arrived for {now - max(r['last_fetch'], view['since'])} ms")
+                                     f"arrived for {silent_for} ms")
             return S.PARTITIONED, f"node {rid} is alive (its own record {own_age} ms ago) and {what}"
         if own_age is None:
             return S.UNDECIDED, f"node {rid} publishes no records of its own: a partition and a crash look alike"

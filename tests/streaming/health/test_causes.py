@@ -46,6 +46,34 @@ def test_a_voter_cut_off_from_the_network_is_partitioned_and_the_quorum_names_th
     assert event["cause"] == S.PARTITIONED
 
 
+def test_a_voter_cut_off_while_its_fetches_came_far_apart_is_partitioned_not_slow():
+    """On a loaded machine a follower's fetches can come more than fetch timeout / 2 apart on
+    average. Cut off, it keeps that mean gap (no fetch arrives to change it) and alternates
+    prospective and follower of the same leader and epoch (a failed pre-vote goes back to the
+    leader it knew): a silence of many gaps is not slowness, and a follower report between two
+    election attempts does not make it undecided again."""
+    script, mon = QuorumScript(), Monitor()
+    mon.run(script, 5000)
+    for _ in range(8):  # node 3's fetches 1.2 s apart: slower than 1,000 ms on average
+        batch = [r for r in script.run(1200) if not (r["type"] == "fetch" and r["replica_id"] == 3)]
+        mon.feed(batch + [script.fetch(3, script.leader_leo)])
+    assert mon.replica(3)["status"] == S.CAUGHT_UP
+    script.mode[3] = "silent"
+    cut_at = script.t
+    for i in range(12):
+        batch = script.run(1000)
+        state = "prospective" if i % 4 in (1, 2) else "follower"
+        batch.append(script.state_change(3, state, leader=1,
+                                         from_state="follower" if state == "prospective" else "prospective"))
+        batch.append(script.metrics(3, state=state, leader=1))
+        mon.feed(batch)
+    rows = [r for r in mon.rows if r["kind"] == "replica" and r["replica_id"] == 3 and r["now_ms"] > cut_at]
+    later = [(r["now_ms"] - cut_at, r["cause"]) for r in rows if r["now_ms"] - cut_at > 2 * 1200]
+    assert later and all(cause == S.PARTITIONED for _, cause in later), later
+    status, cause, reason = cause_of(mon, 3)
+    assert (status, cause) == (S.UNREACHABLE, S.PARTITIONED) and "election attempts" in reason, reason
+
+
 def test_a_voter_with_nothing_at_all_from_it_is_down():
     script, mon = QuorumScript(), Monitor()
     mon.run(script, 5000)

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from streaming.health.config import HealthConfig
+from streaming.health.schema import pack_record, unpack_record
 from streaming.health.tracker import QuorumTracker, new_state
 
 from .quorum_script import KEY, T0, QuorumScript
@@ -19,8 +20,10 @@ class Monitor:
         self.offset = 0
 
     def feed(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Records in the order given, as one Kafka partition would deliver them."""
+        """Records in the order given, as one Kafka partition would deliver them, each in the
+        form the job hands the tracker (only the fields it packs)."""
         tracker = QuorumTracker(self.cfg, self.state)
+        records = [unpack_record(pack_record(r)) for r in records]
         for r in records:
             r["_offset"], self.offset = self.offset, self.offset + 1
         tracker.apply_all(records)
