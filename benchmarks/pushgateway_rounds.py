@@ -91,7 +91,7 @@ def main() -> None:
                                        snapshot, monitor)
 
                 def sink_round() -> None:
-                    sink.publish(set(clusters), set())
+                    sink.publish()
                     assert sink.flush(120) and monitor.push_failures_total == 0
                 try:
                     new = measure(gateway, args.rounds, sink_round)

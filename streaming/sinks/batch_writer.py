@@ -97,8 +97,7 @@ class HealthBatchWriter:
         # or the query (the Prometheus push, which pages, goes first).
         self.monitor.record_batch(self.clock() - started)
         self._guarded("prometheus", self.prometheus and (
-            lambda: self.prometheus.publish(applied.changed_clusters, applied.vanished_clusters,
-                                            urgent_clusters(applied.events))))
+            lambda: self.prometheus.publish(urgent=status_changed(applied.events))))
         self._guarded("kafka", self.kafka and (lambda: self._publish_events(applied.events, batch_id)))
         self._guarded("console", self.console and (
             lambda: self.console.publish(self.snapshot, applied.events, batch_id, stalled)))
@@ -155,6 +154,6 @@ class HealthBatchWriter:
                 sink.close()
 
 
-def urgent_clusters(events: list[dict[str, Any]]) -> set[str]:
-    """Clusters whose status or cause changed in a batch: their metrics are pushed at once."""
-    return {e["cluster_id"] for e in events if e["kind"] in ("transition", "cause")}
+def status_changed(events: list[dict[str, Any]]) -> bool:
+    """A status or cause changed in a batch: the metrics are pushed at once."""
+    return any(e["kind"] in ("transition", "cause") for e in events)

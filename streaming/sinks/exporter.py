@@ -21,7 +21,7 @@ class ExporterSink:
                                                      registry=self.registry)
         self.port = self.server.server_address[1]  # the bound port (useful with port 0)
 
-    def publish(self, changed: set[str], vanished: set[str], urgent: set[str] = frozenset()) -> None:
+    def publish(self, urgent: bool = False) -> None:
         pass  # scrapes read the snapshot directly
 
     def close(self) -> None:

@@ -65,13 +65,12 @@ class PushgatewaySink:
         self._closing = False
         self._thread: threading.Thread | None = None
 
-    def publish(self, changed: set[str], vanished: set[str], urgent: set[str] = frozenset()) -> None:
-        """Ask for a round; the pusher thread sends it (see the module's docstring). Every round
-        pushes the whole snapshot, so `changed` and `vanished` (the batch's clusters) only ask for
-        it; `urgent`, the clusters whose status or cause changed, makes it go at once."""
+    def publish(self, urgent: bool = False) -> None:
+        """Ask for a round; the pusher thread sends it (see the module's docstring), the whole
+        snapshot. `urgent` (a status or cause changed) makes it go at once."""
         with self._changed:
             self.pending = True
-            self._urgent = self._urgent or bool(urgent)
+            self._urgent = self._urgent or urgent
             self._rounds_wanted += 1
             if self._thread is None:
                 self._thread = threading.Thread(target=self._pusher, name="pushgateway-pusher", daemon=True)

@@ -34,9 +34,7 @@ class QuorumView:
 
 @dataclass
 class Applied:
-    """What one batch changed: clusters to re-publish, clusters gone, events to publish."""
-    changed_clusters: set[str] = field(default_factory=set)
-    vanished_clusters: set[str] = field(default_factory=set)
+    """What one batch brought: events to publish, quorums held back."""
     events: list[dict[str, Any]] = field(default_factory=list)
     held_quorums: int = 0
     held_events_dropped: int = 0
@@ -76,7 +74,7 @@ class HealthSnapshot:
                 continue
             out.events.extend(self.held_events.pop(key, []))
             out.events.extend(events)
-            self._apply_quorum(key, qrows, out)
+            self._apply_quorum(key, qrows)
             for r in qrows:
                 if r["kind"] == "quorum" and not r["silent"]:
                     out.newest_event_ms = max(out.newest_event_ms or 0, r["now_ms"])
@@ -86,8 +84,7 @@ class HealthSnapshot:
         last = qrows[-1]
         return bool(last["silent"]) and last["last_input_proc_ms"] >= self.last_input_proc_ms
 
-    def _apply_quorum(self, key: tuple[str, str, int], qrows: list[dict[str, Any]], out: Applied) -> None:
-        cluster = key[0]
+    def _apply_quorum(self, key: tuple[str, str, int], qrows: list[dict[str, Any]]) -> None:
         for r in qrows:
             if r["kind"] == "forget":
                 view = self.quorums.get(key)
@@ -95,7 +92,6 @@ class HealthSnapshot:
                     self.quorums.pop(key, None)
                 elif view is not None:
                     view.replicas.pop(int(r["replica_id"]), None)
-                out.changed_clusters.add(cluster)
         snapshot_seq = max((r["seq"] for r in qrows if r["kind"] == "quorum"), default=None)
         if snapshot_seq is not None:
             # Replica rows come when what they show changed: merged into what the view holds.
@@ -104,10 +100,6 @@ class HealthSnapshot:
             replicas.update({int(r["replica_id"]): r for r in qrows if r["kind"] == "replica"})
             quorum = next(r for r in qrows if r["kind"] == "quorum" and r["seq"] == snapshot_seq)
             self.quorums[key] = QuorumView(quorum, replicas)
-            out.changed_clusters.add(cluster)
-        for c in list(out.changed_clusters):
-            if c == cluster and not any(k[0] == cluster for k in self.quorums):
-                out.vanished_clusters.add(cluster)
 
     def clusters(self) -> list[str]:
         with self._lock:

@@ -12,7 +12,7 @@ from prometheus_tools import Server, http_get, wait_for
 from quorum.embedded_broker import free_port
 from streaming.health.config import HealthConfig
 from streaming.sinks import SinkConfig, make_batch_writer
-from streaming.sinks.batch_writer import urgent_clusters
+from streaming.sinks.batch_writer import status_changed
 
 from .health_rows import ScriptedQuorum
 
@@ -267,14 +267,14 @@ def test_values_that_only_moved_wait_for_the_push_interval_and_a_changed_status_
         first_hw = c1_high_watermark()
 
         moved = c1.rows(3000)
-        assert moved and not urgent_clusters(moved)
+        assert moved and not status_changed(moved)
         writer.write_rows(moved, batch_id=1)
         time.sleep(1.0)  # an absence to observe: nothing may be pushed within the interval
         assert push_time() == first and writer.prometheus.pending and c1_high_watermark() == first_hw
 
         c2.script.mode[3] = "silent"
         flagged = c2.rows(7000)
-        assert urgent_clusters(flagged) == {"c2"}
+        assert status_changed(flagged) and {e["cluster_id"] for e in flagged if e["kind"] == "transition"} == {"c2"}
         started = time.monotonic()
         writer.write_rows(flagged, batch_id=2)
         wait_for(lambda: gateway_series(gateway, 'job="interval"', 'cluster="c2"', 'status="unreachable"', "} 1"),
