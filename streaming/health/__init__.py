@@ -7,7 +7,8 @@ from __future__ import annotations
 from quorum.events import DEFAULT_MAX_FUTURE_MS
 
 from .config import ConfigError, HealthConfig
-from .schema import HEALTH_COLUMNS, HEALTH_SCHEMA, INPUT_COLUMNS, KEY_COLUMNS, KINDS, RECORD_JSON
+from .schema import (HEALTH_COLUMNS, HEALTH_JSON, HEALTH_SCHEMA, INPUT_COLUMNS, KEY_COLUMNS, KINDS,
+                     PACKED_HEALTH_SCHEMA, RECORD_JSON)
 from .statuses import QUORUM_STATUSES, REPLICA_STATUSES
 
 __all__ = ["build_health_stream", "health_input", "packed_input", "HealthConfig", "ConfigError", "HEALTH_SCHEMA", "HEALTH_COLUMNS", "KINDS",
@@ -68,15 +69,22 @@ def build_health_stream(events_df, health_cfg: HealthConfig, api: str | None = N
     `query.processAllAvailable()` never returns on this stream. Wait for a condition instead
     (e.g. the batch writer's snapshot, or input rows counted by a StreamingQueryListener).
     """
+    from pyspark.sql import functions as F
+
     from .processor import HEALTH_API, QuorumHealthPandasProcessor, QuorumHealthRowProcessor
     api = api or HEALTH_API
     grouped = packed_input(events_df).groupBy(*KEY_COLUMNS)
     if api == "pandas":
-        return grouped.transformWithStateInPandas(
-            statefulProcessor=QuorumHealthPandasProcessor(health_cfg, max_future_ms=max_future_ms), outputStructType=HEALTH_SCHEMA,
-            outputMode="Update", timeMode="ProcessingTime")
-    if api == "row":
-        return grouped.transformWithState(
-            statefulProcessor=QuorumHealthRowProcessor(health_cfg, max_future_ms=max_future_ms), outputStructType=HEALTH_SCHEMA,
-            outputMode="Update", timeMode="ProcessingTime")
-    raise ValueError(f"api must be 'pandas' or 'row', got {api!r}")
+        packed = grouped.transformWithStateInPandas(
+            statefulProcessor=QuorumHealthPandasProcessor(health_cfg, max_future_ms=max_future_ms),
+            outputStructType=PACKED_HEALTH_SCHEMA, outputMode="Update", timeMode="ProcessingTime")
+    elif api == "row":
+        packed = grouped.transformWithState(
+            statefulProcessor=QuorumHealthRowProcessor(health_cfg, max_future_ms=max_future_ms),
+            outputStructType=PACKED_HEALTH_SCHEMA, outputMode="Update", timeMode="ProcessingTime")
+    else:
+        raise ValueError(f"api must be 'pandas' or 'row', got {api!r}")
+    # FAILFAST: a value that does not fit its column fails the batch, as Arrow did, rather
+    # than becoming a silent null.
+    row = F.from_json(HEALTH_JSON, HEALTH_SCHEMA, {"mode": "FAILFAST"})
+    return packed.select(row.alias("h")).select("h.*")

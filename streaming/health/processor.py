@@ -44,7 +44,7 @@ from quorum.events import DEFAULT_MAX_FUTURE_MS
 from .clocks import anchor_processing
 from .config import HealthConfig
 from .raw_records import decide, is_raw
-from .schema import DEAD_LETTER_KEY, DEAD_LETTER_KIND, HEALTH_COLUMNS, RECORD_JSON, unpack_record
+from .schema import DEAD_LETTER_KEY, DEAD_LETTER_KIND, HEALTH_JSON, RECORD_JSON, pack_health_row, unpack_record
 from .tracker import QuorumTracker, new_state
 
 STATE_SCHEMA = "json STRING"
@@ -220,8 +220,7 @@ class QuorumHealthPandasProcessor(_QuorumHealthProcessor):
     @staticmethod
     def _emit(out: list[dict[str, Any]]):
         import pandas as pd
-        # object dtype keeps integer columns with nulls as Python ints (no float round trip).
-        yield pd.DataFrame([[r.get(c) for c in HEALTH_COLUMNS] for r in out], columns=HEALTH_COLUMNS, dtype=object)
+        yield pd.DataFrame({HEALTH_JSON: [pack_health_row(r) for r in out]}, dtype=object)
 
 
 class QuorumHealthRowProcessor(_QuorumHealthProcessor):
@@ -237,4 +236,4 @@ class QuorumHealthRowProcessor(_QuorumHealthProcessor):
     def _emit(out: list[dict[str, Any]]):
         from pyspark.sql import Row
         for r in out:
-            yield Row(**{c: r.get(c) for c in HEALTH_COLUMNS})
+            yield Row(health_json=pack_health_row(r))

@@ -16,8 +16,8 @@ from quorum.events import DEFAULT_MAX_FUTURE_MS
 from streaming.health import statuses as S
 from streaming.health.config import HealthConfig
 from streaming.health.processor import QuorumHealthPandasProcessor, QuorumHealthRowProcessor
-from streaming.health.schema import (DEAD_LETTER_KEY, DEAD_LETTER_KIND, HEALTH_COLUMNS, INPUT_COLUMNS, KEY_COLUMNS, PACKED_COLUMNS, RECORD_JSON,
-                                     pack_record)
+from streaming.health.schema import (DEAD_LETTER_KEY, DEAD_LETTER_KIND, HEALTH_COLUMNS, HEALTH_JSON, INPUT_COLUMNS,
+                                     KEY_COLUMNS, PACKED_COLUMNS, RECORD_JSON, pack_record, unpack_health_row)
 
 from .quorum_script import KEY, QuorumScript
 
@@ -34,9 +34,13 @@ class Harness:
         self.tester.setProcessingTime(self.proc_ms)
 
     def _rows(self, out) -> list[dict[str, Any]]:
-        if isinstance(out, pd.DataFrame):
-            return [{c: (None if pd.isna(v) else v) for c, v in r.items()} for r in out.to_dict("records")]
-        return [r.asDict() for r in out]
+        """The packed rows as Spark expands them (every schema column)."""
+        if isinstance(out, pd.DataFrame):  # no rows at all: a frame without columns
+            texts = out[HEALTH_JSON].tolist() if HEALTH_JSON in out.columns else []
+        else:
+            texts = [r[HEALTH_JSON] for r in out]
+        assert all(set(json.loads(t)) <= set(HEALTH_COLUMNS) for t in texts)
+        return [unpack_health_row(t) for t in texts]
 
     def feed(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The records as the processor receives them: key columns and the packed record."""
