@@ -202,7 +202,7 @@ def test_a_gateway_that_holds_its_answers_holds_up_the_metrics_not_the_batch():
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    release, pushed = threading.Event(), []
+    received, release, pushed = threading.Event(), threading.Event(), []
 
     class HoldingGateway(BaseHTTPRequestHandler):
         def do_GET(self):  # the groups to clean up: none
@@ -214,6 +214,7 @@ def test_a_gateway_that_holds_its_answers_holds_up_the_metrics_not_the_batch():
 
         def do_PUT(self):
             body = self.rfile.read(int(self.headers["Content-Length"])).decode()
+            received.set()
             release.wait(60)
             pushed.append((urllib.parse.unquote(self.path), body))
             self.send_response(202)
@@ -229,6 +230,7 @@ def test_a_gateway_that_holds_its_answers_holds_up_the_metrics_not_the_batch():
         HealthConfig())
     try:
         writer.write_rows(ScriptedQuorum("c1").rows(2000), batch_id=0)
+        assert received.wait(30)  # c1's round is at the gateway, held there
         writer.write_rows(ScriptedQuorum("c2").rows(2000), batch_id=1)  # returns with c1's PUT still held
         assert not writer.flush(0.2) and pushed == []
         release.set()
