@@ -83,10 +83,10 @@ def _new_replica(role: str) -> dict[str, Any]:
             "truncations": 0, "truncated_records": 0, "status": None, "sig": None,
             # evidence for the cause (see _cause): the node's own last record and last metrics
             # (quorum time) and the metrics' spacing, the leader's last refusal of its fetches,
-            # the spacing of its valid fetches (leader clock, smoothed), a past lag to measure
-            # the trend against, its campaigns
-            "own_ms": -1, "periodic_ms": -1, "own_gap_ms": -1, "rejected": None, "gap_ms": -1, "lag_ref": None,
-            "campaigns": 0, "campaign_epoch": -1}
+            # the spacing of its valid fetches (leader clock, smoothed, and its recent longest), a
+            # past lag to measure the trend against, its campaigns
+            "own_ms": -1, "periodic_ms": -1, "own_gap_ms": -1, "rejected": None, "gap_ms": -1, "gap_peak_ms": -1,
+            "lag_ref": None, "campaigns": 0, "campaign_epoch": -1}
 
 
 class QuorumTracker:
@@ -205,6 +205,8 @@ class QuorumTracker:
         if r["last_fetch"] >= 0 and stamp > r["last_fetch"]:
             gap = stamp - r["last_fetch"]
             r["gap_ms"] = gap if r["gap_ms"] < 0 else (2 * r["gap_ms"] + gap) // 3
+            # the longest recent gap, fading by a quarter a fetch (see _cause)
+            r["gap_peak_ms"] = max(gap, r.get("gap_peak_ms", -1) * 3 // 4)
         r["rejected"], r["campaigns"], r["campaign_epoch"] = None, 0, -1
         fetch_offset, leader_leo = int(rec["fetch_offset"]), int(rec["leader_log_end_offset"])
         self._truncation_after_divergence(rid, r, fetch_offset, t)
@@ -804,10 +806,14 @@ class QuorumTracker:
         if rejected is not None and now - rejected[1] <= cfg.unreachable_after_ms:
             return S.REJECTED, (f"the leader refuses its fetches: {rejected[0]} ({rejected[2]} in a row, the last "
                                 f"{now - rejected[1]} ms ago)")
-        slow = r["gap_ms"] > cfg.slow_fetch_gap_ms
+        # Seconds apart on average, or lately: a slowed node's fetches come in pairs (seconds,
+        # then milliseconds apart), whose mean sits about the threshold.
+        peak = max(r["gap_ms"], r.get("gap_peak_ms", -1))
+        slow = peak > cfg.slow_fetch_gap_ms
+        apart = f"valid fetches {r['gap_ms']} ms apart on average, {peak} ms at the longest lately"
         if status in (S.LAGGING, S.STALLED):
             if slow:
-                return S.SLOW, f"valid fetches {r['gap_ms']} ms apart on average"
+                return S.SLOW, apart
             return S.BEHIND, self._trend(r, now)
         if view["via"] == "poll" and r["own_ms"] < 0:
             return S.UNDECIDED, ("watched through DescribeQuorum only: a partition, a crash and a refused fetch "
@@ -816,10 +822,12 @@ class QuorumTracker:
         silent_for = now - max(r["last_fetch"], view["since"])
         if alive and report is not None:
             follows = report[2] == leader and report[0] == s["epoch"]
-            # Slow only while its fetches still come at their slow pace: a node cut off keeps the
-            # mean gap it had (no fetch arrives to change it), however long the silence.
-            if slow and follows and silent_for <= 2 * r["gap_ms"]:
-                return S.SLOW, f"valid fetches {r['gap_ms']} ms apart on average, the last {silent_for} ms ago"
+            # Slow only while its fetches still come at their slow pace (a silence within twice
+            # its recent longest gap), whatever its campaigns: its own fetch timeout runs out
+            # between slow fetches too. A node cut off keeps the gaps it had (no fetch arrives
+            # to change them), however long the silence.
+            if slow and follows and silent_for <= 2 * peak:
+                return S.SLOW, f"{apart}, the last {silent_for} ms ago"
             if report[1] in CAMPAIGNING:
                 what = f"campaigning in epoch {report[0]} ({r['campaigns']} election attempts)"
             elif report[1] == "leader":

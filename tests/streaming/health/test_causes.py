@@ -9,7 +9,7 @@ import pytest
 
 from streaming.health import statuses as S
 
-from .quorum_script import QuorumScript
+from .quorum_script import T0, QuorumScript
 from .tracker_harness import Monitor
 
 
@@ -110,6 +110,32 @@ def test_a_voter_fetching_seconds_apart_is_slow():
     # before its first slow fetch arrives it is not yet told apart from a stall; never a crash
     assert causes[-1] == S.SLOW and set(causes) <= {S.SLOW, S.UNDECIDED}
     assert "ms apart on average" in mon.replica(3)["reason"]
+
+
+def test_a_slowed_disk_that_times_out_between_fetches_is_slow_not_partitioned():
+    """A real node whose fsyncs take 3 s fetches every 3 s; its own fetch timeout (2 s) runs out
+    during each fsync, so it campaigns once a cycle (a pre-vote refused at once, back to the
+    known leader) and then fetches twice in a row (the fetch it sends on becoming a follower
+    again, and the one the leader's new NoOps answer). Its fetches keep coming: slow, whatever
+    its campaigns, and however the short and long gaps average."""
+    script, mon = QuorumScript(), Monitor()
+    mon.run(script, 5000)
+    for i in range(15):
+        batch = [r for r in script.run(1000) if not (r["type"] == "fetch" and r["replica_id"] == 3)]
+        if i % 3 == 1:
+            batch.append(script.state_change(3, "prospective", leader=1, from_state="follower"))
+            batch.append(script.state_change(3, "follower", leader=1, from_state="prospective"))
+        if i % 3 == 2:
+            batch.append(script.fetch(3, script.leader_leo - 2))
+            script.t += 5
+            batch.append(script.fetch(3, script.leader_leo))
+        mon.feed(batch)
+    causes = [(r["now_ms"] - T0, r["cause"]) for r in mon.rows
+              if r["kind"] == "replica" and r["replica_id"] == 3 and r["cause"]]
+    assert causes and causes[-1][1] == S.SLOW, causes
+    # once the slow pace shows (two slow fetches in), it stays slow: never partitioned
+    settled = [c for t, c in causes if t > 5000 + 9000]
+    assert settled and set(settled) == {S.SLOW}, causes
 
 
 def test_a_voter_fetching_often_but_never_at_the_end_is_behind_with_the_trend():
