@@ -25,8 +25,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run the job until interrupted",
                          description="Read the events topic, keep per-replica and per-quorum health, "
-                                     "push to Prometheus. Stop with Ctrl-C or SIGTERM; a restart "
-                                     "resumes from the checkpoint.")
+                                     "push to Prometheus. Stop with Ctrl-C or SIGTERM (the running "
+                                     "micro-batch ends first, for up to 20 s); a restart resumes "
+                                     "from the checkpoint.")
     check = sub.add_parser("check-config", help="validate a config file and print it with every default filled in")
     for p in (run, check):
         p.add_argument("--config", "-c", required=True, metavar="FILE",

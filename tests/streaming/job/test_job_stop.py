@@ -1,0 +1,90 @@
+"""Stopping the job lets the running micro-batch end first: a stop in the middle of one cuts its
+writer short (the batch runs again after a restart) and makes Spark log a StackOverflowError.
+Runs a real streaming query whose writer holds its batch until the test lets it go."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from streaming.job import RunningJob
+
+pytestmark = pytest.mark.spark
+
+
+class _Writer:
+    """A foreachBatch writer that holds every batch until released, and says which batches
+    started and which ran to their end."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.started: list[int] = []
+        self.finished: list[int] = []
+        self.closed = False
+
+    def __call__(self, df, batch_id: int) -> None:
+        self.started.append(batch_id)
+        self.entered.set()
+        assert self.release.wait(60), "the test never released the batch"
+        df.count()   # a Spark job after the hold: a stop that interrupted the batch fails here
+        self.finished.append(batch_id)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class _Listener:
+    def remove(self) -> None:
+        pass
+
+
+def _start(spark, writer: _Writer, trigger: str):
+    return (spark.readStream.format("rate").option("rowsPerSecond", 5).load()
+            .writeStream.foreachBatch(writer).trigger(processingTime=trigger).start())
+
+
+def test_a_stop_waits_for_the_running_micro_batch_to_end(spark):
+    writer = _Writer()
+    query = _start(spark, writer, "100 milliseconds")
+    job = RunningJob(spark, query, writer, _Listener(), [query])
+    try:
+        assert writer.entered.wait(60), "no micro-batch started"
+        stopper = threading.Thread(target=job.stop)
+        stopper.start()
+        stopper.join(1.0)
+        assert stopper.is_alive() and query.isActive, "the stop did not wait for the running batch"
+        writer.release.set()
+        stopper.join(60)
+        assert not stopper.is_alive(), "the stop did not finish once the batch ended"
+    finally:
+        writer.release.set()
+        query.stop()
+    assert not query.isActive and query.exception() is None
+    assert writer.started and writer.finished == writer.started   # every batch begun ran to its end
+    assert writer.closed
+
+
+def test_a_batch_that_outlasts_the_wait_is_stopped_all_the_same(spark, caplog):
+    writer = _Writer()
+    query = _start(spark, writer, "100 milliseconds")
+    job = RunningJob(spark, query, writer, _Listener(), [query])
+    try:
+        assert writer.entered.wait(60), "no micro-batch started"
+        stopper = threading.Thread(target=job.stop, kwargs={"batch_wait_s": 0.5})
+        stopper.start()
+        deadline = time.monotonic() + 30
+        while "in the middle of a micro-batch" not in caplog.text:
+            assert time.monotonic() < deadline, "no warning that the batch is stopped midway"
+            assert stopper.is_alive(), "the stop ended while its batch was still held"
+            stopper.join(0.05)
+        # the stop now interrupts the batch, which its Python writer only notices once released
+        writer.release.set()
+        stopper.join(60)
+        assert not stopper.is_alive()
+    finally:
+        writer.release.set()
+        query.stop()
+    assert not query.isActive
+    assert writer.finished != writer.started   # the held batch was cut short
