@@ -27,7 +27,10 @@ How the fast path stays exact without reading each value's JSON kind:
   - a free-text field (`cluster_id`, `topic`) is read as a Variant and must be a JSON string;
   - a `fetch` or `metrics` record has no nested object, so its text must hold exactly one `}`,
     its last character: no text after the object (Spark would read the first value and stop),
-    and no nested object anywhere;
+    and no nested object anywhere. Checked on the bytes: no `}` before the last byte (in valid
+    UTF-8 the byte 0x7D is only ever `}`, and a text Spark read an object from holds one, so it
+    is then the last byte). `instr(text, '}') = length(text)` walked the text character by
+    character twice: 3.2 us a record against 0.14 us (3M records of 300 bytes, one core);
   - the one optional field (`dropped_events_total`) may be null only when the text holds no
     `null` at all: absent takes the default, a JSON null is a reject.
 """
@@ -126,7 +129,7 @@ def _accepted(max_future_ms: int) -> str:
     per_type = " ".join(f"WHEN {_quote(t)} THEN {_type_ok(t)}" for t in FAST_TYPES)
     return f"""coalesce(
         {RECORD}.{CORRUPT} IS NULL AND is_valid_utf8({TEXT})
-        AND instr({TEXT}, '}}') = length({TEXT})
+        AND NOT contains(substr(value, 1, octet_length(value) - 1), X'7D')
         AND {RECORD}.version IN ({supported})
         AND {RECORD}.time_ms <= {CHECKED_AT} + {int(max_future_ms)}
         AND CASE {RECORD}.type {per_type} ELSE false END, false)"""
