@@ -38,6 +38,7 @@ from itertools import chain, islice
 from typing import Any, Callable, Iterable, Iterator
 
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
+from pyspark.sql.types import StringType, StructField, StructType
 
 from quorum.events import DEFAULT_MAX_FUTURE_MS
 
@@ -47,8 +48,10 @@ from .raw_records import decide, is_raw
 from .schema import DEAD_LETTER_KEY, DEAD_LETTER_KIND, HEALTH_JSON, RECORD_JSON, pack_health_row, unpack_record
 from .tracker import QuorumTracker, new_state
 
-STATE_SCHEMA = "json STRING"
-REPLICA_KEY_SCHEMA = "replica STRING"
+# Types, not DDL text: PySpark sends DDL to the JVM to be parsed (a round trip and Spark's SQL
+# parser) every time a task opens its state, each micro-batch.
+STATE_SCHEMA = StructType([StructField("json", StringType())])
+REPLICA_KEY_SCHEMA = StructType([StructField("replica", StringType())])
 HEALTH_API = "row"  # "row" (transformWithState, measured faster here) or "pandas" (transformWithStateInPandas)
 CHUNK_RECORDS = 20_000  # records of one quorum converted and folded in at a time
 
