@@ -125,10 +125,10 @@ class RunningJob:
         most `batch_wait_s` in all)."""
         deadline = time.monotonic() + batch_wait_s
         for q in self.queries:
-            if not _between_batches(q, deadline):
-                log.warning("stopping %s in the middle of a micro-batch (it did not end within %.0f s): "
-                            "a restart runs that batch again", q.name, batch_wait_s)
             try:
+                if not _between_batches(q, deadline):
+                    log.warning("stopping %s in the middle of a micro-batch (it did not end within %.0f s): "
+                                "a restart runs that batch again", q.name, batch_wait_s)
                 q.stop()
             except Exception as e:  # stopping a failed query raises its failure again
                 log.warning("stopping %s: %s", q.name, e)
