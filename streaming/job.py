@@ -96,11 +96,15 @@ STOP_BATCH_WAIT_S = 20.0
 
 
 def _between_batches(query, deadline: float, poll_s: float = 0.01) -> bool:
-    """Wait until `query` is not running a trigger (or has ended); False at the deadline."""
+    """Wait until `query` is between micro-batches (or has ended); False at the deadline.
+    Between: no trigger running, or a batch has just reported its progress. A query whose
+    batches take longer than its trigger runs them back to back, and the next one has then
+    only begun (offsets, planning): a stop there does not reach its writer."""
     announced = False
+    seen = _last_batch_id(query)
     while query.isActive:
         status = query.status
-        if not status.get("isTriggerActive"):
+        if not status.get("isTriggerActive") or _last_batch_id(query) != seen:
             return True
         if not announced:
             log.info("stopping %s: waiting for its running micro-batch to end (%s)", query.name,
@@ -110,6 +114,11 @@ def _between_batches(query, deadline: float, poll_s: float = 0.01) -> bool:
             return False
         time.sleep(poll_s)
     return True
+
+
+def _last_batch_id(query) -> int | None:
+    progress = query.lastProgress
+    return None if progress is None else progress["batchId"]
 
 
 @dataclass

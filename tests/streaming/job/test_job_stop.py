@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from streaming.job import RunningJob
+from streaming.job import RunningJob, _between_batches
 
 pytestmark = pytest.mark.spark
 
@@ -88,3 +88,63 @@ def test_a_batch_that_outlasts_the_wait_is_stopped_all_the_same(spark, caplog):
         query.stop()
     assert not query.isActive
     assert writer.finished != writer.started   # the held batch was cut short
+
+
+class _SlowWriter:
+    """A foreachBatch writer whose every batch outlasts the trigger, so batches run back to back
+    and the query is never idle between them."""
+
+    def __init__(self, batch_s: float) -> None:
+        self.batch_s = batch_s
+        self.never = threading.Event()
+        self.started: list[int] = []
+        self.finished: list[int] = []
+
+    def __call__(self, df, batch_id: int) -> None:
+        self.started.append(batch_id)
+        df.count()
+        self.never.wait(self.batch_s)   # the batch's own work, longer than the trigger
+        df.count()   # a Spark job after it: a stop that interrupted the batch fails here
+        self.finished.append(batch_id)
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_stop_between_batches_that_run_back_to_back_cuts_none_short(spark, caplog):
+    writer = _SlowWriter(batch_s=0.4)
+    query = (spark.readStream.format("rate").option("rowsPerSecond", 5).load()
+             .writeStream.foreachBatch(writer).trigger(processingTime="100 milliseconds").start())
+    job = RunningJob(spark, query, writer, _Listener(), [query])
+    try:
+        deadline = time.monotonic() + 60
+        while len(writer.finished) < 2:   # batches now follow each other with no idle time
+            assert time.monotonic() < deadline, "no two micro-batches within 60 s"
+            assert query.exception() is None, query.exception()
+            time.sleep(0.05)
+        job.stop(batch_wait_s=10)
+    finally:
+        query.stop()
+    assert query.exception() is None
+    assert "in the middle of a micro-batch" not in caplog.text
+    assert writer.finished == writer.started   # the stop landed between two batches
+
+
+def test_back_to_back_batches_are_seen_between_as_one_reports_its_progress(spark):
+    # Spark marks the trigger inactive only for an instant between batches that run back to back
+    # (on a cluster the job's stop once polled through 19 of them): the batch reporting its
+    # progress is what says that one has ended.
+    writer = _SlowWriter(batch_s=0.4)
+    query = (spark.readStream.format("rate").option("rowsPerSecond", 5).load()
+             .writeStream.foreachBatch(writer).trigger(processingTime="100 milliseconds").start())
+    try:
+        deadline = time.monotonic() + 60
+        while len(writer.finished) < 2:
+            assert time.monotonic() < deadline, "no two micro-batches within 60 s"
+            time.sleep(0.05)
+        for _ in range(3):
+            started = time.monotonic()
+            assert _between_batches(query, time.monotonic() + 10, poll_s=0.25), "no batch ended within 10 s"
+            assert time.monotonic() - started < 3.5   # about one batch, not a lucky poll after many
+    finally:
+        query.stop()
