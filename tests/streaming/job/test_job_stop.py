@@ -47,7 +47,10 @@ def _start(spark, writer: _Writer, trigger: str):
 
 def test_a_stop_waits_for_the_running_micro_batch_to_end(spark):
     writer = _Writer()
-    query = _start(spark, writer, "100 milliseconds")
+    # A trigger far longer than the held batch: once it ends the query idles until the next
+    # trigger, so nothing else can begin before the stop (with a short trigger the next batch
+    # starts at once, and the race of the back-to-back test below applies).
+    query = _start(spark, writer, "30 seconds")
     job = RunningJob(spark, query, writer, _Listener(), [query])
     try:
         assert writer.entered.wait(60), "no micro-batch started"
