@@ -18,7 +18,11 @@ process of its own (`paced_load.py`), stamped with the wall clock: a live input,
      `local[2]` step (the goal: within the unreachable threshold + 2 s);
   4. idle cost: CPU seconds per wall second of the job watching 1 idle quorum, then 200;
   5. `--drain`: where the time goes, as before: the source alone, source + decode, the full job,
-     each draining a backlog with `availableNow` (start-up included).
+     each draining a backlog with `availableNow` (start-up included);
+  6. `--ceiling`: the same live steps on `local[2]` for the source alone, the source with Spark's
+     typed JSON parse alone, and the source with the job's decoding, each into Spark's `noop`
+     sink with the job's trigger: rates no health design can pass while it reads through this
+     source and decodes in Spark on this machine.
 The last line is the summary ("below N events/s" when even the first step was not sustained;
 detection and memory are then the first step's):
   sustained: N events/s for S s (local[2]), R x the raw read of M events/s in the same run;
@@ -46,6 +50,7 @@ from process_usage import PeakMemory, TreeCpu, cpu_seconds
 MIB = 1024 * 1024
 TRIGGER_MS = 1000
 CUT_OFF_REPLICA = 2
+CEILING_STAGES = ("source", "parse", "decode")
 
 
 def raw_read_rate(bootstrap: str, topic: str, partitions: int, expected: int) -> float:
@@ -201,6 +206,42 @@ class Bench:
             time.sleep(0.2)
         return cfg, job, batches, transitions, recorder
 
+    def start_stage(self, spark, topic: str, stage: str):
+        """The job's input alone (`source`), with Spark's typed parse alone (`parse`) or with the
+        job's decoding (`decode`), into the `noop` sink on the job's trigger, observed as the job
+        observes its input."""
+        from pyspark.sql import functions as F
+        from pyspark.sql import types as T
+
+        from streaming.decode import _fast_schema as fast_schema
+        from streaming.decode import route_records
+        from streaming.job import INPUT_OBSERVATION, observe_input
+        from streaming.source import open_stream
+        self.runs += 1
+        options = {"kafka.bootstrap.servers": self.broker.bootstrap, "subscribe": topic,
+                   "startingOffsets": "earliest"}
+        raw = open_stream(spark, "python", options)
+        if stage == "decode":
+            observed = observe_input(raw.transform(route_records()))
+        elif stage == "parse":   # Spark's typed JSON parse alone: the floor of decoding in Spark
+            schema = T._parse_datatype_string(fast_schema())
+            parsed = raw.select(F.from_json(F.col("value").cast("string"), schema).alias("r"))
+            # a hash of every field, so Spark cannot prune the parse to the one field observed
+            fields = [F.variant_get(f"r.{f.name}", "$", "string") if isinstance(f.dataType, T.VariantType)
+                      else F.col(f"r.{f.name}") for f in schema.fields]
+            observed = parsed.observe(INPUT_OBSERVATION, F.count(F.lit(1)).alias("records"),
+                                      F.max("r.time_ms").alias("newest_event_ms"), F.sum(F.hash(*fields)).alias("h"))
+        else:   # the Kafka timestamp: the producer's, as close to the event's stamp as this stage has
+            observed = raw.observe(INPUT_OBSERVATION, F.count(F.lit(1)).alias("records"),
+                                   F.max(F.unix_millis("timestamp")).alias("newest_event_ms"))
+        name = f"ceiling_{stage}_{self.runs}"
+        batches: list[Batch] = []
+        recorder = batch_recorder(spark, name, batches)
+        query = (observed.writeStream.queryName(name).format("noop")
+                 .option("checkpointLocation", str(self.tmp / f"run-{self.runs}" / "checkpoint"))
+                 .trigger(processingTime=f"{TRIGGER_MS} milliseconds").start())
+        return query, batches, recorder
+
     def clusters_for(self, rate: float) -> int:
         """`--clusters`, or fewer at low rates: an idle cluster already sends 13 events/s (NoOp
         fetches and metrics), so each cluster gets at least 20/s and the rate is set by appends."""
@@ -214,12 +255,17 @@ class Bench:
         return SyntheticConfig(clusters=clusters, voters=a.voters, observers=a.observers, seed=7,
                                append_interval_ms=interval, faults=tuple(faults))
 
-    def step(self, spark, master: str, rate: float) -> Step:
+    def step(self, spark, master: str, rate: float, stage: str = "job") -> Step:
+        """One live step of the job (`stage` "job"), or of one of its input stages (`CEILING_STAGES`)."""
         from quorum.synthetic import Fault
         a = self.args
         step = Step(master, rate)
-        topic = self.broker.create_topic(f"bench-{master[6]}-{int(rate)}", a.partitions)
-        cfg, job, step.batches, transitions, recorder = self.start(spark, topic)
+        topic = self.broker.create_topic(f"bench-{stage}-{master[6]}-{int(rate)}", a.partitions)
+        if stage == "job":
+            cfg, job, step.batches, transitions, recorder = self.start(spark, topic)
+        else:
+            query, step.batches, recorder = self.start_stage(spark, topic, stage)
+            transitions = []
         fault_ms = int((a.warmup_seconds + 10) * 1000)
         fault = Fault("cutoff", start_ms=fault_ms, duration_ms=int(a.step_seconds * 1000) - fault_ms,
                       cluster=0, replica=CUT_OFF_REPLICA)
@@ -241,7 +287,10 @@ class Bench:
         step.broker_cpu_s = cpu_seconds(self.broker.pid) - broker0
         step.pushgateway_cpu_s = cpu_seconds(self.pushgateway.pid) - gateway0
         step.peak_rss = peak.finish().total
-        stop_after_input(job, step.load.records)
+        if stage == "job":
+            stop_after_input(job, step.load.records)
+        else:
+            stop_stage_after_input(query, step.batches, step.load.records)
         recorder.remove()
         step.window = window = [b for b in step.batches
                                 if measured_from <= b.wall_s <= measured_to + TRIGGER_MS / 1000]
@@ -294,6 +343,15 @@ def stop_after_input(job, records: int, patience_s: float = 30) -> None:
     job.stop()
 
 
+def stop_stage_after_input(query, batches: list[Batch], records: int, patience_s: float = 30) -> None:
+    """`stop_after_input` for a stage's query, which counts its input in its batches."""
+    deadline = time.monotonic() + patience_s
+    while sum(b.records for b in batches) < records and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(2 * TRIGGER_MS / 1000)
+    query.stop()
+
+
 def print_step(s: Step) -> None:
     load = s.load
     verdict = "sustained" if s.sustained else "NOT sustained: " + "; ".join(s.failures)
@@ -306,6 +364,37 @@ def print_step(s: Step) -> None:
           f"peak RSS {s.peak_rss / MIB:,.0f} MiB; broker CPU {s.broker_cpu_s / s.measured_s:.2f} cores, "
           f"Pushgateway CPU {s.pushgateway_cpu_s / s.measured_s:.2f} cores, "
           f"generator CPU {load.publish_cpu_s / load.publish_wall_s:.2f} cores; detection {detection}", flush=True)
+
+
+@dataclass
+class Steps:
+    highest: Step | None = None   # the highest rate sustained
+    first: Step | None = None
+    failed: Step | None = None    # the step that was not (None: every step asked for was)
+
+
+def step_up(bench: Bench, spark, master: str, stage: str = "job") -> Steps:
+    """Rates from `--start-rate`, x `--factor` a step, until a step is not sustained."""
+    a = bench.args
+    label = master if stage == "job" else f"{master}, {stage} only"
+    print(f"{label}: rates from {a.start_rate:,.0f} events/s, x {a.factor} per step", flush=True)
+    steps, rate = Steps(), a.start_rate
+    while rate <= a.max_rate:
+        step = bench.step(spark, master, rate, stage)
+        steps.first = steps.first or step
+        print_step(step)
+        if not step.sustained:
+            steps.failed = step
+            break
+        steps.highest, rate = step, rate * a.factor
+    return steps
+
+
+def ceiling_text(steps: Steps) -> str:
+    if steps.highest is None:
+        return f"below {steps.first.rate:,.0f} events/s"
+    beyond = f"{steps.failed.rate:,.0f} not" if steps.failed else "the highest step asked"
+    return f"{steps.highest.rate:,.0f} events/s ({beyond})"
 
 
 def drain_stages(spark, broker, args, tmp: Path, raw: float) -> None:
@@ -350,6 +439,9 @@ def main() -> None:
     ap.add_argument("--masters", nargs="+", default=["local[2]", "local[1]"])
     ap.add_argument("--drain", action="store_true", help="also the drain breakdown by stage")
     ap.add_argument("--drain-seconds", type=int, default=60, help="synthetic seconds in the drain backlog")
+    ap.add_argument("--ceiling", nargs="*", choices=CEILING_STAGES, metavar="STAGE",
+                    help=f"also the live steps of the job's input stages on local[2]: {', '.join(CEILING_STAGES)} "
+                         "(all three when none is named)")
     ap.add_argument("--spark-conf", nargs="*", default=[], metavar="KEY=VALUE", help="extra Spark settings")
     ap.add_argument("--quick", action="store_true", help="30 s steps, 15 s idle runs: a smoke run")
     args = ap.parse_args()
@@ -380,6 +472,7 @@ def main() -> None:
             best: dict[str, Step | None] = {}
             lowest: dict[str, Step] = {}
             idle: dict[int, float] = {}
+            ceiling: dict[str, str] = {}
             for master in args.masters:
                 # the job's default state partitions on this master (auto: local[N] takes N)
                 spark = build_spark(master=master, app_name=f"streaming-bench-{master}",
@@ -393,15 +486,13 @@ def main() -> None:
                               flush=True)
                 if args.drain and master == "local[2]":
                     drain_stages(spark, broker, args, tmp, raw)
-                print(f"{master}: rates from {args.start_rate:,.0f} events/s, x {args.factor} per step", flush=True)
-                best[master], rate = None, args.start_rate
-                while rate <= args.max_rate:
-                    step = bench.step(spark, master, rate)
-                    lowest.setdefault(master, step)
-                    print_step(step)
-                    if not step.sustained:
-                        break
-                    best[master], rate = step, rate * args.factor
+                if args.ceiling is not None and master == "local[2]":
+                    for stage in args.ceiling or CEILING_STAGES:
+                        ceiling[stage] = ceiling_text(step_up(bench, spark, master, stage))
+                steps = step_up(bench, spark, master)
+                best[master] = steps.highest
+                if steps.first is not None:
+                    lowest[master] = steps.first
                 spark.stop()
         finally:
             pushgateway.stop()
@@ -409,6 +500,9 @@ def main() -> None:
     two, one = best.get("local[2]"), best.get("local[1]")
     if two and one:
         print(f"local[2] / local[1]: {two.rate / one.rate:.2f} x (goal >= 1.7)")
+    for stage, reached in ceiling.items():
+        what = {"source": "the source alone", "parse": "source + Spark's JSON parse", "decode": "source + decode"}
+        print(f"ceiling, {what[stage]} (local[2], noop sink): {reached}")
     if idle:
         print("idle cost: " + ", ".join(f"{n} quorum(s) {cost:.2f} CPU s per s" for n, cost in idle.items()))
 
