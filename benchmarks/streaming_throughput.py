@@ -445,6 +445,8 @@ def main() -> None:
     ap.add_argument("--spark-conf", nargs="*", default=[], metavar="KEY=VALUE", help="extra Spark settings")
     ap.add_argument("--quick", action="store_true", help="30 s steps, 15 s idle runs: a smoke run")
     args = ap.parse_args()
+    if args.ceiling is not None and "local[2]" not in args.masters:
+        ap.error("--ceiling measures on local[2]: add it to --masters")
     if args.quick:
         args.step_seconds, args.warmup_seconds, args.idle_seconds, args.drain_seconds = 30, 10, 15, 10
 
