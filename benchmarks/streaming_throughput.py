@@ -391,6 +391,8 @@ def step_up(bench: Bench, spark, master: str, stage: str = "job") -> Steps:
 
 
 def ceiling_text(steps: Steps) -> str:
+    if steps.first is None:
+        return "not measured (--start-rate above --max-rate)"
     if steps.highest is None:
         return f"below {steps.first.rate:,.0f} events/s"
     beyond = f"{steps.failed.rate:,.0f} not" if steps.failed else "the highest step asked"
