@@ -41,6 +41,7 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
@@ -50,7 +51,8 @@ from process_usage import PeakMemory, TreeCpu, cpu_seconds
 MIB = 1024 * 1024
 TRIGGER_MS = 1000
 CUT_OFF_REPLICA = 2
-CEILING_STAGES = ("source", "parse", "decode")
+# the job's input stages `--ceiling` measures alone, and how its summary names them
+CEILING_STAGES = {"source": "the source alone", "parse": "source + Spark's JSON parse", "decode": "source + decode"}
 
 
 def raw_read_rate(bootstrap: str, topic: str, partitions: int, expected: int) -> float:
@@ -139,6 +141,7 @@ def batch_recorder(spark, query_name: str, batches: list[Batch]):
 class Step:
     master: str
     target_rate: float
+    stage: str = "job"   # or one of CEILING_STAGES (no detection there: nothing evaluates health)
     clusters: int = 0
     load: object = None
     batches: list[Batch] = field(default_factory=list)
@@ -259,7 +262,7 @@ class Bench:
         """One live step of the job (`stage` "job"), or of one of its input stages (`CEILING_STAGES`)."""
         from quorum.synthetic import Fault
         a = self.args
-        step = Step(master, rate)
+        step = Step(master, rate, stage)
         topic = self.broker.create_topic(f"bench-{stage}-{master[6]}-{int(rate)}", a.partitions)
         if stage == "job":
             cfg, job, step.batches, transitions, recorder = self.start(spark, topic)
@@ -288,9 +291,9 @@ class Bench:
         step.pushgateway_cpu_s = cpu_seconds(self.pushgateway.pid) - gateway0
         step.peak_rss = peak.finish().total
         if stage == "job":
-            stop_after_input(job, step.load.records)
+            stop_after_input(job.stop, lambda: job.writer.monitor.input_records_total, step.load.records)
         else:
-            stop_stage_after_input(query, step.batches, step.load.records)
+            stop_after_input(query.stop, lambda: sum(b.records for b in step.batches), step.load.records)
         recorder.remove()
         step.window = window = [b for b in step.batches
                                 if measured_from <= b.wall_s <= measured_to + TRIGGER_MS / 1000]
@@ -327,29 +330,21 @@ class Bench:
         cpu0, t0 = tree.seconds(), time.perf_counter()
         load.await_done()
         used, wall = TreeCpu.used(cpu0, tree.seconds()), time.perf_counter() - t0
-        stop_after_input(job, load.encoded)
+        stop_after_input(job.stop, lambda: job.writer.monitor.input_records_total, load.encoded)
         recorder.remove()
         return used / wall
 
 
-def stop_after_input(job, records: int, patience_s: float = 30) -> None:
-    """Stop once the job has read all `records` (or after `patience_s`): a query stopped in the
-    middle of a batch makes Spark print a StackOverflowError (its check of the interrupted batch's
-    error message), noise that a benchmark need not make."""
+def stop_after_input(stop: Callable[[], None], read: Callable[[], int], records: int,
+                     patience_s: float = 30) -> None:
+    """Call `stop` once `read()` (the records the query has read) reaches `records`, or after
+    `patience_s`: a query stopped in the middle of a batch makes Spark print a StackOverflowError
+    (its check of the interrupted batch's error message), noise that a benchmark need not make."""
     deadline = time.monotonic() + patience_s
-    while job.writer.monitor.input_records_total < records and time.monotonic() < deadline:
+    while read() < records and time.monotonic() < deadline:
         time.sleep(0.1)
     time.sleep(2 * TRIGGER_MS / 1000)  # the batch after the last records (its delay is judged too)
-    job.stop()
-
-
-def stop_stage_after_input(query, batches: list[Batch], records: int, patience_s: float = 30) -> None:
-    """`stop_after_input` for a stage's query, which counts its input in its batches."""
-    deadline = time.monotonic() + patience_s
-    while sum(b.records for b in batches) < records and time.monotonic() < deadline:
-        time.sleep(0.1)
-    time.sleep(2 * TRIGGER_MS / 1000)
-    query.stop()
+    stop()
 
 
 def print_step(s: Step) -> None:
@@ -357,7 +352,10 @@ def print_step(s: Step) -> None:
     verdict = "sustained" if s.sustained else "NOT sustained: " + "; ".join(s.failures)
     durations = sorted(b.duration_ms for b in s.window) or [0]
     delays = [b.delay_ms for b in s.window if b.delay_ms is not None] or [0]
-    detection = f"{s.detection_s:.1f} s" if s.detection_s is not None else "not flagged"
+    if s.stage != "job":
+        detection = "n/a"
+    else:
+        detection = f"{s.detection_s:.1f} s" if s.detection_s is not None else "not flagged"
     print(f"  {s.master} at {s.rate:>9,.0f} events/s ({s.clusters} clusters, {load.records:,} records): {verdict}\n"
           f"      {len(s.window)} batches judged: median {durations[len(durations) // 2]} ms, "
           f"longest {durations[-1]} ms, input delay at most {max(delays) / 1000:.1f} s; job CPU {s.job_cpu_s / s.measured_s:.2f} cores, "
@@ -371,6 +369,16 @@ class Steps:
     highest: Step | None = None   # the highest rate sustained
     first: Step | None = None
     failed: Step | None = None    # the step that was not (None: every step asked for was)
+
+    def rate_text(self, with_failed: bool = False) -> str:
+        if self.first is None:
+            return "not measured"
+        if self.highest is None:
+            return f"below {self.first.rate:,.0f} events/s"
+        if not with_failed:
+            return f"{self.highest.rate:,.0f} events/s"
+        beyond = f"{self.failed.rate:,.0f} not" if self.failed else "the highest step asked"
+        return f"{self.highest.rate:,.0f} events/s ({beyond})"
 
 
 def step_up(bench: Bench, spark, master: str, stage: str = "job") -> Steps:
@@ -388,15 +396,6 @@ def step_up(bench: Bench, spark, master: str, stage: str = "job") -> Steps:
             break
         steps.highest, rate = step, rate * a.factor
     return steps
-
-
-def ceiling_text(steps: Steps) -> str:
-    if steps.first is None:
-        return "not measured (--start-rate above --max-rate)"
-    if steps.highest is None:
-        return f"below {steps.first.rate:,.0f} events/s"
-    beyond = f"{steps.failed.rate:,.0f} not" if steps.failed else "the highest step asked"
-    return f"{steps.highest.rate:,.0f} events/s ({beyond})"
 
 
 def drain_stages(spark, broker, args, tmp: Path, raw: float) -> None:
@@ -473,10 +472,9 @@ def main() -> None:
             print(f"raw confluent-kafka read of {total:,} records: {raw:,.0f} events/s", flush=True)
 
             bench = Bench(args, tmp, broker, pushgateway)
-            best: dict[str, Step | None] = {}
-            lowest: dict[str, Step] = {}
+            runs: dict[str, Steps] = {}      # per master
+            ceiling: dict[str, Steps] = {}   # per stage, on local[2]
             idle: dict[int, float] = {}
-            ceiling: dict[str, str] = {}
             for master in args.masters:
                 # the job's default state partitions on this master (auto: local[N] takes N)
                 spark = build_spark(master=master, app_name=f"streaming-bench-{master}",
@@ -492,33 +490,26 @@ def main() -> None:
                     drain_stages(spark, broker, args, tmp, raw)
                 if args.ceiling is not None and master == "local[2]":
                     for stage in args.ceiling or CEILING_STAGES:
-                        ceiling[stage] = ceiling_text(step_up(bench, spark, master, stage))
-                steps = step_up(bench, spark, master)
-                best[master] = steps.highest
-                if steps.first is not None:
-                    lowest[master] = steps.first
+                        ceiling[stage] = step_up(bench, spark, master, stage)
+                runs[master] = step_up(bench, spark, master)
                 spark.stop()
         finally:
             pushgateway.stop()
 
-    two, one = best.get("local[2]"), best.get("local[1]")
+    nothing = Steps()
+    on_two, on_one = runs.get("local[2]", nothing), runs.get("local[1]", nothing)
+    two, one = on_two.highest, on_one.highest
     if two and one:
         print(f"local[2] / local[1]: {two.rate / one.rate:.2f} x (goal >= 1.7)")
-    for stage, reached in ceiling.items():
-        what = {"source": "the source alone", "parse": "source + Spark's JSON parse", "decode": "source + decode"}
-        print(f"ceiling, {what[stage]} (local[2], noop sink): {reached}")
+    for stage, steps in ceiling.items():
+        print(f"ceiling, {CEILING_STAGES[stage]} (local[2], noop sink): {steps.rate_text(with_failed=True)}")
     if idle:
         print("idle cost: " + ", ".join(f"{n} quorum(s) {cost:.2f} CPU s per s" for n, cost in idle.items()))
-
-    def rate(master: str) -> str:
-        if best.get(master):
-            return f"{best[master].rate:,.0f} events/s"
-        return f"below {lowest[master].rate:,.0f} events/s" if master in lowest else "not measured"
-    shown = two or lowest.get("local[2]")  # detection and memory at the highest sustained step, else the lowest
+    shown = two or on_two.first  # detection and memory at the highest sustained step, else the lowest
     detection = f"{shown.detection_s:.1f} s" if shown and shown.detection_s is not None else "n/a"
-    print(f"sustained: {rate('local[2]')} for {args.step_seconds:.0f} s (local[2]), "
+    print(f"sustained: {on_two.rate_text()} for {args.step_seconds:.0f} s (local[2]), "
           f"{(two.rate if two else 0) / raw:.3f} x the raw read of {raw:,.0f} events/s in the same run; "
-          f"local[1] {rate('local[1]')}; detection {detection}; "
+          f"local[1] {on_one.rate_text()}; detection {detection}; "
           f"peak RSS {(shown.peak_rss if shown else 0) / MIB:,.0f} MiB")
 
 if __name__ == "__main__":
