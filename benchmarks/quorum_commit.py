@@ -9,9 +9,12 @@ on one connection, in two modes:
                   appends that arrive together into one log append and one fsync)
 for batches of 1 and of 100 records. The baseline is the fsync latency of the same disk
 measured in the same run: latencies are printed as multiples of it, next to the round trip
-of a request that does no I/O (ApiVersions) on the same connection. The run ends with the
-goals as ratios: p50 commit latency at linger 0 (one in flight, batch 1) <= 8 x fsync p50,
-and pipelined throughput at batch 100 >= 20,000 records/s.
+of a request that does no I/O (ApiVersions) on the same connection. A second baseline is the
+commit's floor (`commit_floor.py`): the same hops and fsyncs between processes with no
+protocol at all, what this machine charges any asyncio implementation of the commit; the
+one-at-a-time commit is printed against it too. The run ends with the goals as ratios: p50
+commit latency at linger 0 (one in flight, batch 1) <= 8 x fsync p50, and pipelined
+throughput at batch 100 >= 20,000 records/s.
 
   python benchmarks/quorum_commit.py [--seconds 5] [--linger-ms 0 25] [--in-flight 8]
                                      [--profile DIR]
@@ -32,6 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from commit_floor import floor_latencies_ms  # noqa: E402
 from quorum.node.local_cluster import Cluster  # noqa: E402
 from quorum.node.peer_client import PeerConnection  # noqa: E402
 from quorum.storage.record_batches import build_batch  # noqa: E402
@@ -176,13 +180,17 @@ def main() -> int:
         fsync = fsync_latency_ms(root)
         f50, f99 = pct(fsync, 50), pct(fsync, 99)
         print(f"fsync baseline (4 KiB append + fsync, same disk): p50 {f50:.2f} ms  p99 {f99:.2f} ms")
+        floor50 = pct(floor_latencies_ms(root), 50)
+        print(f"commit floor (the same hops and fsyncs, 3 processes, no protocol): p50 {floor50:.2f} ms "
+              f"({floor50 / f50:.1f} x fsync p50)")
         by_linger = {linger: run_linger(root, linger, args, f50) for linger in args.linger_ms}
     print()
     if 0 in by_linger:
         _, p50 = by_linger[0][(1, 1)]
         ok = p50 <= GOAL_LATENCY_X_FSYNC * f50
         print(f"goal: p50 commit latency at linger 0 (batch 1, one in flight) <= {GOAL_LATENCY_X_FSYNC:.0f} x fsync "
-              f"p50: {p50 / f50:.1f} x ({p50:.2f} ms) {'met' if ok else 'MISSED'}")
+              f"p50: {p50 / f50:.1f} x ({p50:.2f} ms) {'met' if ok else 'MISSED'}; "
+              f"{p50 / floor50:.1f} x the commit floor, which alone is {floor50 / f50:.1f} x fsync p50")
     best = max(r[(args.in_flight, 100)][0] for r in by_linger.values())
     ok = best >= GOAL_PIPELINED_RECORDS_S
     print(f"goal: pipelined throughput at batch 100 >= {GOAL_PIPELINED_RECORDS_S:,} records/s: {best:,.0f} "
