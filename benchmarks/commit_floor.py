@@ -16,24 +16,19 @@ import argparse
 import asyncio
 import contextlib
 import os
-import struct
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-_SIZE = struct.Struct(">i")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from quorum.wire.codec import frame, read_frame  # noqa: E402   the nodes' own framing
+
 MESSAGE = b"x" * 250   # about one Produce of one 100-byte record
-
-
-async def _read(reader: asyncio.StreamReader) -> bytes:
-    (size,) = _SIZE.unpack(await reader.readexactly(4))
-    return await reader.readexactly(size)
-
-
-def _frame(payload: bytes) -> bytes:
-    return _SIZE.pack(len(payload)) + payload
+MAX_FRAME = 1 << 16
+WARM_UP = 100          # commits timed but not counted: the connections' first round trips
 
 
 def _append_fsync(fd: int, payload: bytes) -> None:
@@ -43,10 +38,10 @@ def _append_fsync(fd: int, payload: bytes) -> None:
 
 @contextlib.contextmanager
 def _until_closed():
-    """A connection's loop ends quietly when its peer closes it."""
+    """A connection's loop ends quietly when its peer resets it."""
     try:
         yield
-    except (asyncio.IncompleteReadError, ConnectionError):
+    except ConnectionError:
         pass
 
 
@@ -61,9 +56,9 @@ async def follower(log: Path) -> None:
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         with _until_closed():
-            while True:
-                _append_fsync(fd, await _read(reader))
-                writer.write(_frame(b"ack"))
+            while (message := await read_frame(reader, MAX_FRAME)) is not None:
+                _append_fsync(fd, message)
+                writer.write(frame(b"ack"))
 
     await _serve(handle)
 
@@ -75,8 +70,7 @@ async def leader(log: Path, follower_ports: list[int]) -> None:
     majority: dict[int, asyncio.Future] = {}
 
     async def count_acks(i: int, reader: asyncio.StreamReader) -> None:
-        while True:
-            await _read(reader)
+        while await read_frame(reader, MAX_FRAME) is not None:
             acked[i] += 1
             waiter = majority.pop(acked[i], None)   # the first follower to reach it completes it
             if waiter is not None and not waiter.done():
@@ -88,16 +82,15 @@ async def leader(log: Path, follower_ports: list[int]) -> None:
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         nonlocal sent
         with _until_closed():
-            while True:
-                message = await _read(reader)
+            while (message := await read_frame(reader, MAX_FRAME)) is not None:
                 sent += 1
                 for _, w in links:
-                    w.write(_frame(message))          # the followers append while this node fsyncs
+                    w.write(frame(message))           # the followers append while this node fsyncs
                 _append_fsync(fd, message)
                 if max(acked) < sent:
                     waiter = majority.setdefault(sent, asyncio.get_running_loop().create_future())
                     await waiter
-                writer.write(_frame(b"committed"))
+                writer.write(frame(b"committed"))
 
     try:
         await _serve(handle)
@@ -119,14 +112,15 @@ async def _commit_latencies_ms(port: int, n: int) -> list[float]:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     out = []
     try:
-        for _ in range(n + 100):              # the first 100 warm up
+        for _ in range(WARM_UP + n):
             t0 = time.perf_counter()
-            writer.write(_frame(MESSAGE))
-            await _read(reader)
+            writer.write(frame(MESSAGE))
+            if await read_frame(reader, MAX_FRAME) is None:
+                raise RuntimeError("commit floor: the leader closed the connection")
             out.append((time.perf_counter() - t0) * 1000)
     finally:
         writer.close()
-    return out[100:]
+    return out[WARM_UP:]
 
 
 def floor_latencies_ms(directory: Path, n: int = 3000) -> list[float]:
@@ -155,7 +149,6 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=3000, help="commits to time (default 3000)")
     args = ap.parse_args()
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     from quorum_commit import fsync_latency_ms, pct
     with tempfile.TemporaryDirectory(prefix="commit-floor-") as tmp:
         f50 = pct(fsync_latency_ms(Path(tmp)), 50)
