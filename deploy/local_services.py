@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT / "deploy"))
 
 from prometheus_config import render_prometheus_config  # noqa: E402
 
-from quorum.embedded_broker import free_port  # noqa: E402
+from quorum.loopback_ports import free_port  # noqa: E402
 
 CLUSTER_ID = "local-quorum"
 EVENTS_TOPIC = "quorum-events"

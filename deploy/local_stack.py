@@ -1,4 +1,4 @@
-"""The local stack, all on loopback: the embedded Kafka-compatible broker, a quorum of real node
+"""The local stack, all on loopback: Apache Kafka (one broker+controller node), a quorum of real node
 processes (3 voters + 1 observer by default) publishing their events, the Spark streaming job on
 local[*], the Pushgateway, Prometheus with the alerting rules, and Alertmanager, whose
 notifications are printed here.
@@ -47,7 +47,8 @@ sys.path.insert(0, str(ROOT / "deploy"))
 import local_services as svc  # noqa: E402
 from alert_console import AlertConsole  # noqa: E402
 
-from quorum.embedded_broker import EmbeddedBroker, free_port  # noqa: E402
+from quorum.kafka_broker import KafkaBroker  # noqa: E402
+from quorum.loopback_ports import free_port  # noqa: E402
 from quorum.storage.atomic_file import write_atomically  # noqa: E402
 
 STOP_TIMEOUT_S = 15
@@ -137,7 +138,7 @@ class Stack:
         self.argv: dict[str, list[str]] = {}
         self.urls: dict[str, str] = {}
         self.nodes: dict[int, svc.NodeSpec] = {}
-        self.broker: EmbeddedBroker | None = None
+        self.broker: KafkaBroker | None = None
         self.lock = threading.Lock()
         self.frozen: set[int] = set()
         self.killed: set[int] = set()
@@ -202,7 +203,7 @@ class Stack:
                 proc.wait()
         self.processes.clear()
         if self.broker:
-            say("stopping broker")
+            say("stopping Kafka")
             self.broker.stop()
             self.broker = None
         self.state_file.unlink(missing_ok=True)
@@ -374,11 +375,11 @@ def _streaming_job_config(stack: Stack, pushgateway: str) -> Path:
     return path
 
 
-# What one run leaves in its run directory. The embedded broker keeps its topics in memory, so
-# a checkpoint's offsets, the nodes' logs, the pushed verdicts and the stored series of a
-# previous run describe a broker that is gone: the job would plan offsets the new broker never
+# What one run leaves in its run directory. Each run starts a new Kafka cluster and a new quorum,
+# so a checkpoint's offsets, the nodes' logs, the pushed verdicts and the stored series of a
+# previous run describe a cluster that is gone: the job would plan offsets the new topic never
 # had, and the Pushgateway would serve the old run's last batch time (QuorumMonitorSilent).
-PER_RUN_STATE = ("checkpoints", "dead-letters", "nodes", "logs", "pushgateway.data", "prometheus-data",
+PER_RUN_STATE = ("kafka", "checkpoints", "dead-letters", "nodes", "logs", "pushgateway.data", "prometheus-data",
                  "alertmanager-data", "job.yaml", "prometheus.yml", "alertmanager.yml", "control.sock")
 
 
@@ -387,7 +388,7 @@ def _clear_previous_run(run_dir: Path) -> None:
     found = [name for name in PER_RUN_STATE if (run_dir / name).exists()]
     if not found:
         return
-    say(f"clearing the previous run's state in {run_dir} ({', '.join(found)}): the embedded broker kept nothing")
+    say(f"clearing the previous run's state in {run_dir} ({', '.join(found)}): each run starts a new cluster")
     for name in found:
         path = run_dir / name
         if path.is_dir():
@@ -411,8 +412,9 @@ def up(args: argparse.Namespace) -> int:
     control = None
     try:
         svc.check_binaries()
-        say(f"[1/6] embedded Kafka broker (log {stack.log('broker')})")
-        stack.broker = EmbeddedBroker(port=args.broker_port or free_port(), log_path=stack.log("broker")).start()
+        say(f"[1/6] Apache Kafka, one broker+controller node (log {stack.log('broker')})")
+        stack.broker = KafkaBroker(port=args.broker_port or free_port(), data_dir=run_dir / "kafka",
+                                   log_path=stack.log("broker")).start()
         stack.broker.create_topic(svc.EVENTS_TOPIC, args.partitions)
         stack.broker.create_topic(svc.HEALTH_TOPIC, 1)
         stack.urls["kafka"] = stack.broker.bootstrap

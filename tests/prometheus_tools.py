@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from quorum.embedded_broker import free_port
+from quorum.loopback_ports import free_port
 
 PACKAGE_OF = {
     "promtool": "prometheus",

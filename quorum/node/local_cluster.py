@@ -16,7 +16,7 @@ from typing import Callable
 
 import yaml
 
-from quorum.embedded_broker import free_port
+from quorum.loopback_ports import free_port
 from quorum.node.fault_command import send
 
 # Timeouts shorter than Kafka's defaults keep the suite fast; tests that claim a default-

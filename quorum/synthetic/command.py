@@ -19,7 +19,7 @@ import json
 import signal
 import sys
 
-from quorum.embedded_broker import ensure_topic
+from quorum.kafka_broker import ensure_topic
 from quorum.synthetic.faults import FAULT_KINDS, FaultSpecError, demo_faults, parse_duration_ms, parse_fault
 from quorum.synthetic.model import SyntheticConfig
 from quorum.synthetic.publish import PublishError, publish

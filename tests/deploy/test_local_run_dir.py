@@ -1,7 +1,7 @@
-"""`deploy/run-local` started again on a run directory it used before: the embedded broker kept
-its topics in memory, so everything the previous run left that points at it (the checkpoint's
-offsets, the nodes' logs, the Pushgateway's and Prometheus's stored series) goes, and nothing
-else in the directory is touched."""
+"""`deploy/run-local` started again on a run directory it used before: each run starts a new Kafka
+cluster and quorum, so everything the previous run left (Kafka's data, the checkpoint's offsets,
+the nodes' logs, the Pushgateway's and Prometheus's stored series) goes, and nothing else in the
+directory is touched."""
 from __future__ import annotations
 
 from deploy.local_stack import PER_RUN_STATE, _clear_previous_run
@@ -11,6 +11,7 @@ def test_a_second_run_starts_without_the_previous_runs_state_and_keeps_everythin
     (tmp_path / "checkpoints" / "health" / "offsets").mkdir(parents=True)
     (tmp_path / "checkpoints" / "health" / "offsets" / "41").write_text('{"quorum-events":{"4":1200}}')
     (tmp_path / "nodes" / "data-1").mkdir(parents=True)
+    (tmp_path / "kafka" / "data").mkdir(parents=True)
     (tmp_path / "pushgateway.data").write_bytes(b"last batch 3 hours ago")
     (tmp_path / "job.yaml").write_text("job: {}")
     (tmp_path / "operator-notes.txt").write_text("mine")

@@ -11,7 +11,7 @@ import pytest
 from quorum import collector, events
 from quorum.cli import main
 from quorum.describe_tool import quorum_info
-from quorum.embedded_broker import free_port
+from quorum.loopback_ports import free_port
 from quorum.node.local_cluster import FAST, Cluster
 from quorum.storage.meta import directory_id
 

@@ -10,7 +10,7 @@ from collections import defaultdict
 import pytest
 
 from quorum import events
-from quorum.embedded_broker import free_port
+from quorum.loopback_ports import free_port
 from quorum.node.local_cluster import FAST, Cluster, read_events
 
 pytestmark = pytest.mark.slow

@@ -1,4 +1,4 @@
-"""Health events on a Kafka topic (embedded broker): JSON values, one key per quorum so its events
+"""Health events on a Kafka topic (Apache Kafka): JSON values, one key per quorum so its events
 stay in order, every event numbered for exactly-once consumers; a topic that is down neither stops
 the job nor loses events."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ import uuid
 from confluent_kafka import Consumer
 
 from prometheus_tools import http_get, wait_for
-from quorum.embedded_broker import free_port
+from quorum.loopback_ports import free_port
 from streaming.health.config import HealthConfig
 from streaming.sinks import SinkConfig, make_batch_writer
 

@@ -1,11 +1,18 @@
-"""The embedded broker starts, answers, and keeps every record of a 100,000-record batch in
-order per key; its ListOffsets defect is real, and the Fetch high watermark is right."""
+"""Apache Kafka as the tests and the local stack start it: it answers, keeps every record of a
+100,000-record batch in order per key, reports the log end both ways, stops in order and leaves
+nothing behind; a missing part or a failed start is an error that says where to look."""
 import collections
+import os
+import socket
+
+import pytest
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from quorum import events
-from quorum.embedded_broker import EmbeddedBroker, free_port
+from quorum import jvm
+from quorum.kafka_broker import BrokerError, KafkaBroker
+from quorum.loopback_ports import free_port
 from quorum.synthetic.publish import PRODUCER_DEFAULTS
 
 N = 100_000
@@ -63,24 +70,48 @@ def test_a_100k_batch_of_contract_records_is_read_back_complete_and_in_order_per
     assert fetch_high_watermarks == {p: counts[p] for p in range(4)}
 
 
-def test_list_offsets_latest_is_known_to_stop_short_of_the_log_end(broker, topic_factory):
-    """The defect readers must work around (DEVELOPERS.md): ListOffsets(latest) answers the last
-    batch's base offset + 1. If a later broker fixes it this test fails, and the workaround in
-    the streaming source can be revisited."""
+def test_list_offsets_latest_is_the_log_end(broker, topic_factory):
     topic = topic_factory(partitions=1)
     producer = Producer({**PRODUCER_DEFAULTS, "bootstrap.servers": broker.bootstrap, "linger.ms": 200})
     for i in range(50):
         producer.produce(topic, b"x%d" % i)
     assert producer.flush(30) == 0
     got, high, listed = _read_all(broker.bootstrap, topic, 1, 50)
-    assert len(got) == 50 and high[0] == 50
-    assert listed[0] < 50
+    assert len(got) == 50 and high[0] == 50 and listed[0] == 50
 
 
-def test_broker_stops_and_frees_its_port():
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_broker_stops_in_order_frees_its_port_and_leaves_nothing_behind(tmp_path):
     port = free_port()
-    with EmbeddedBroker(port=port) as b:
-        assert b.pid is not None
+    b = KafkaBroker(port=port)
+    with b:
+        pid, data_dir = b.pid, b.data_dir
+        assert pid is not None and (data_dir / "data" / "meta.properties").exists()
         b.create_topic("a", 2)
-    with EmbeddedBroker(port=port) as again:  # the port is free again at once
+    assert not _alive(pid) and not data_dir.exists()
+    log = tmp_path / "kafka.log"
+    with KafkaBroker(port=port, log_path=log) as again:  # the port is free again at once
         again.create_topic("a", 2)
+    assert "shut down completed" in log.read_text()
+
+
+def test_a_broker_that_cannot_start_says_so_with_its_log(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        log = tmp_path / "kafka.log"
+        with pytest.raises(BrokerError, match=f"exited with code .*{log}"):
+            KafkaBroker(port=taken.getsockname()[1], log_path=log).start()
+
+
+def test_missing_jars_name_the_set_up_that_fetches_them(tmp_path, monkeypatch):
+    monkeypatch.setenv("QUORUM_JVM_DIR", str(tmp_path))
+    with pytest.raises(jvm.JvmPartsMissing, match="deploy/setup.sh.*'kafka' profile"):
+        KafkaBroker().start()
