@@ -1,11 +1,11 @@
 """Peak memory of the job catching up on a backlog: one hour of a quorum of 3 voters + 100
 observers (about 1.1 million records) waiting on the events topic when the job starts.
 
-Measured in one run, on the embedded broker and `local[2]`, the full job (source, decoding,
+Measured in one run, on Apache Kafka (quorum.kafka_broker) and `local[2]`, the full job (source, decoding,
 health state, the batch writer) from the earliest offset until every record is counted:
   1. as shipped: `source.max_offsets_per_trigger` 200,000, the processor folding a quorum's
      records 20,000 at a time;
-  2. the baseline: no per-trigger limit (the whole backlog in one micro-batch, as before).
+  2. the baseline: no per-trigger limit (the whole backlog in one micro-batch).
 Peak resident memory is sampled every 0.2 s from /proc: the largest Python worker (where a
 quorum's records are folded in) and the JVM. The bounded run goes first, so the JVM's figure is
 not inflated by the baseline's heap.
@@ -27,7 +27,7 @@ def catch_up(spark, bootstrap: str, topic: str, total: int, checkpoint: Path, pe
     from streaming.job import start_job
     from streaming.sinks import make_batch_writer
     cfg = JobConfig.from_dict({
-        "source": {"kind": "python", "bootstrap_servers": bootstrap, "topic": topic, "starting_offsets": "earliest",
+        "source": {"bootstrap_servers": bootstrap, "topic": topic, "starting_offsets": "earliest",
                    "max_offsets_per_trigger": per_trigger},
         "job": {"checkpoint_location": str(checkpoint), "trigger_interval_ms": 1000},
         "dead_letters": {"enabled": False}, "sink": {"prometheus": {"mode": "off"}}})
@@ -51,13 +51,13 @@ def main() -> None:
     ap.add_argument("--observers", type=int, default=100)
     args = ap.parse_args()
 
-    from quorum.embedded_broker import EmbeddedBroker
+    from quorum.kafka_broker import KafkaBroker
     from quorum.synthetic import SyntheticConfig, publish
     from streaming.spark_session import build_spark
 
     tmp = Path(tempfile.mkdtemp(prefix="backlog-bench-"))
     mib = 1024 * 1024
-    with EmbeddedBroker(log_path=tmp / "broker.log") as broker:
+    with KafkaBroker(log_path=tmp / "broker.log") as broker:
         topic = broker.create_topic("backlog-events", 4)
         synthetic = SyntheticConfig(clusters=1, voters=3, observers=args.observers, seed=11)
         stats, _ = publish(synthetic, broker.bootstrap, topic, duration_ms=args.minutes * 60_000, speed=0)

@@ -17,7 +17,7 @@ process of its own (`paced_load.py`), stamped with the wall clock: a live input,
      from the fault to its `unreachable` transition reaching the writer, at the highest sustained
      `local[2]` step (the goal: within the unreachable threshold + 2 s);
   4. idle cost: CPU seconds per wall second of the job watching 1 idle quorum, then 200;
-  5. `--drain`: where the time goes, as before: the source alone, source + decode, the full job,
+  5. `--drain`: where the time goes by stage: the source alone, source + decode, the full job,
      each draining a backlog with `availableNow` (start-up included);
   6. `--ceiling`: the same live steps on `local[2]` for the source alone, the source with Spark's
      typed JSON parse alone, and the source with the job's decoding, each into Spark's `noop`
@@ -75,7 +75,7 @@ class Pushgateway:
     """The Debian package's Pushgateway on a free loopback port, for the job's Prometheus push."""
 
     def __init__(self, workdir: Path):
-        from quorum.embedded_broker import free_port
+        from quorum.loopback_ports import free_port
         self.url = f"http://127.0.0.1:{free_port()}"
         self._log = (workdir / "pushgateway.log").open("wb")
         self._process = subprocess.Popen(
@@ -174,7 +174,7 @@ class Bench:
         run = self.tmp / f"run-{self.runs}"
         health_topic = self.broker.create_topic(f"bench-health-{self.runs}", 1)
         return JobConfig.from_dict({
-            "source": {"kind": "python", "bootstrap_servers": self.broker.bootstrap, "topic": topic,
+            "source": {"bootstrap_servers": self.broker.bootstrap, "topic": topic,
                        "starting_offsets": "earliest"},
             "job": {"checkpoint_location": str(run / "checkpoint"), "trigger_interval_ms": TRIGGER_MS},
             "dead_letters": {"enabled": True, "path": str(run / "dead-letters")},
@@ -223,7 +223,7 @@ class Bench:
         self.runs += 1
         options = {"kafka.bootstrap.servers": self.broker.bootstrap, "subscribe": topic,
                    "startingOffsets": "earliest"}
-        raw = open_stream(spark, "python", options)
+        raw = open_stream(spark, options)
         if stage == "decode":
             observed = observe_input(raw.transform(route_records()))
         elif stage == "parse":   # Spark's typed JSON parse alone: the floor of decoding in Spark
@@ -418,9 +418,9 @@ def drain_stages(spark, broker, args, tmp: Path, raw: float) -> None:
     total = publish(synthetic, broker.bootstrap, topic, duration_ms=args.drain_seconds * 1000, speed=0)[0].records
     options = {"kafka.bootstrap.servers": broker.bootstrap, "subscribe": topic, "startingOffsets": "earliest"}
     print(f"drain stages ({total:,} records, local[2], start-up included):")
-    elapsed = timed(open_stream(spark, "python", options), tmp / "cp-source")
+    elapsed = timed(open_stream(spark, options), tmp / "cp-source")
     print(f"  source only:     {total / elapsed:>10,.0f} events/s  ({total / elapsed / raw:.3f} x raw)")
-    routed = open_stream(spark, "python", options).transform(route_records())
+    routed = open_stream(spark, options).transform(route_records())
     elapsed = timed(routed.select(F.length("record_json").alias("n")), tmp / "cp-decode")
     print(f"  source + decode: {total / elapsed:>10,.0f} events/s  ({total / elapsed / raw:.3f} x raw)", flush=True)
 
@@ -451,7 +451,7 @@ def main() -> None:
     if args.quick:
         args.step_seconds, args.warmup_seconds, args.idle_seconds, args.drain_seconds = 30, 10, 15, 10
 
-    from quorum.embedded_broker import EmbeddedBroker
+    from quorum.kafka_broker import KafkaBroker
     from quorum.synthetic import SyntheticConfig, publish
     from streaming.config import JobConfig
     from streaming.job_logging import spark_conf
@@ -461,7 +461,7 @@ def main() -> None:
     print(f"workload: {args.clusters} clusters x ({args.voters} voters + {args.observers} observers), "
           f"{args.partitions} partitions; every output on; steps of {args.step_seconds:.0f} s "
           f"(first {args.warmup_seconds:.0f} s not judged); work directory {tmp}", flush=True)
-    with EmbeddedBroker(log_path=tmp / "broker.log") as broker:
+    with KafkaBroker(log_path=tmp / "broker.log") as broker:
         pushgateway = Pushgateway(tmp)
         try:
             topic = broker.create_topic("bench-raw", args.partitions)

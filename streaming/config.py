@@ -17,8 +17,7 @@ import yaml
 from quorum import events
 from streaming.health.config import ConfigError, HealthConfig, checked_section, config_from_dict
 from streaming.sinks.config import SinkConfig
-from streaming.source import SOURCE_KINDS
-from streaming.source.options import STARTING_OFFSETS
+from streaming.source import STARTING_OFFSETS
 
 __all__ = ["ConfigError", "JobConfig", "SparkConfig", "SourceConfig", "DecodeConfig", "RunConfig",
            "DeadLetterConfig", "load_config"]
@@ -32,8 +31,8 @@ class SparkConfig:
     # State store partitions, the most cores the health stage can use: Spark freezes the number
     # into a new checkpoint. Every partition costs each micro-batch a task, idle or not, so
     # `auto` takes no more than can run at once in local mode (local[N]: N, local[*]: the
-    # machine's cores, at most 8) and 8 on a cluster, room to grow (benchmarks/state_partitions.py,
-    # docs/deployment.md).
+    # machine's cores, at most 8) and 8 on a cluster, room to grow (each partition past the cores
+    # cost a batch 25-30 ms on local[2]; docs/deployment.md).
     shuffle_partitions: int | str = "auto"
     conf: dict = field(default_factory=dict)  # any other spark.* setting, verbatim
 
@@ -68,21 +67,26 @@ def auto_state_partitions(master: str) -> int:
     return max(1, min(cores, CLUSTER_STATE_PARTITIONS))
 
 
+# Client settings Spark's Kafka connector refuses: it manages offsets and deserialisation itself.
+CONNECTOR_OWNED_SETTINGS = frozenset({"auto.offset.reset", "enable.auto.commit", "key.deserializer",
+                                      "value.deserializer", "interceptor.classes"})
+
+
 @dataclass(frozen=True)
 class SourceConfig:
-    """`source`: the events topic."""
-    kind: str = "auto"                       # auto | python | native (Spark's kafka connector)
+    """`source`: the events topic, read by Spark's Kafka connector."""
     bootstrap_servers: str = "127.0.0.1:9092"
     topic: str = "quorum-events"
     starting_offsets: str = "latest"         # where a new checkpoint starts: earliest | latest
     # Records per micro-batch at most: a backlog (a restart after an outage) is read in bounded
     # steps instead of one batch whose plan, once in the offset log, would be retried as a whole.
     max_offsets_per_trigger: int | None = 200_000  # None: all available
-    kafka: dict = field(default_factory=dict)   # client settings passed through: security.protocol, sasl.*, ssl.*
+    # Records the topic deleted (retention) before the job read them: false logs how many offsets
+    # were lost and reads on from the earliest left; true stops the job (Spark's own default).
+    fail_on_data_loss: bool = False
+    kafka: dict = field(default_factory=dict)   # Java client settings passed through: security.protocol, sasl.*, ssl.*
 
     def __post_init__(self) -> None:
-        if self.kind not in SOURCE_KINDS:
-            raise ConfigError(f"kind: must be one of {', '.join(SOURCE_KINDS)} (got {self.kind!r})")
         if self.starting_offsets not in STARTING_OFFSETS:
             raise ConfigError(f"starting_offsets: must be one of {', '.join(STARTING_OFFSETS)} "
                               f"(got {self.starting_offsets!r})")
@@ -95,11 +99,14 @@ class SourceConfig:
         for key in self.kafka:
             if str(key).startswith("kafka."):
                 raise ConfigError(f"kafka.{key}: write client settings without the 'kafka.' prefix")
+            if str(key) in CONNECTOR_OWNED_SETTINGS:
+                raise ConfigError(f"kafka.{key}: set by Spark's Kafka connector itself (offsets live in "
+                                  f"the job's checkpoint), so it cannot be given here")
 
     def reader_options(self) -> dict[str, str]:
-        """Options for `streaming.source.open_stream` (the native format's names)."""
+        """Options for `streaming.source.open_stream` (the connector's names)."""
         opts = {"kafka.bootstrap.servers": self.bootstrap_servers, "subscribe": self.topic,
-                "startingOffsets": self.starting_offsets}
+                "startingOffsets": self.starting_offsets, "failOnDataLoss": str(self.fail_on_data_loss).lower()}
         if self.max_offsets_per_trigger is not None:
             opts["maxOffsetsPerTrigger"] = str(self.max_offsets_per_trigger)
         opts.update({f"kafka.{k}": str(v) for k, v in self.kafka.items()})

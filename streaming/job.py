@@ -7,8 +7,8 @@ One query, `quorum_health`, checkpointed in `<checkpoint>/health`: source -> `ro
 one file per batch, and counts them by reason. The topic is read once. `observe()` on the
 routed records gives, per micro-batch, the records read and the newest event time (`_time_ms`),
 which a query listener hands to the writer's monitor (the job's own health metrics). Offsets are
-read exactly once across restarts (the source's ranges come from the checkpoint); a restarted
-job resumes its health state from the state store.
+read exactly once across restarts (Spark's Kafka connector plans each batch's ranges into the
+checkpoint); a restarted job resumes its health state from the state store.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from streaming.job_logging import BATCH_LOGGER, batch_line, spark_conf
 from streaming.progress_listener import ProgressListener
 from streaming.sinks import HealthBatchWriter, make_batch_writer
 from streaming.sinks.monitor import MonitorMetrics
-from streaming.source import open_stream
+from streaming.source import lost_offsets, open_stream
 from streaming.state_partitions import check_state_partitions
 
 log = logging.getLogger(__name__)
@@ -51,7 +51,7 @@ def routed_events(spark: SparkSession, cfg: JobConfig) -> DataFrame:
     """The topic's records as the health processor takes them (`route_records`)."""
     # a busy batch is read by as many tasks as there are state partitions (the cores, by default)
     options = {**cfg.source.reader_options(), "minPartitions": spark.conf.get("spark.sql.shuffle.partitions")}
-    raw = open_stream(spark, cfg.source.kind, options)
+    raw = open_stream(spark, options)
     return raw.transform(route_records(cfg.decode.max_future_ms))
 
 
@@ -70,6 +70,16 @@ def report_observation(monitor: MonitorMetrics, observed: dict) -> None:
     monitor.record_input(int(row.get("records") or 0), row.get("newest_event_ms"))
 
 
+def report_lost_offsets(progress: dict) -> None:
+    """Say in the log when a batch found records deleted before the job read them."""
+    for source in progress.get("sources") or []:
+        lost = lost_offsets(source)
+        if lost:
+            log.warning("events source: %d offsets were deleted from the topic (retention) before the job "
+                        "read them, in micro-batch %s; reading on from the earliest offsets left "
+                        "(source.fail_on_data_loss: false)", lost, progress.get("batchId"))
+
+
 def _input_listener(spark: SparkSession, writer: HealthBatchWriter) -> ProgressListener:
     """Hands each health batch's observed input to the writer's monitor, and logs the batch's line."""
     batches = logging.getLogger(BATCH_LOGGER)
@@ -79,6 +89,7 @@ def _input_listener(spark: SparkSession, writer: HealthBatchWriter) -> ProgressL
             return
         observed = progress.get("observedMetrics") or {}
         report_observation(writer.monitor, observed)
+        report_lost_offsets(progress)
         if batches.isEnabledFor(logging.INFO):
             quorums = [view.quorum for view in writer.snapshot.views()]
             batches.info(batch_line(progress, observed.get(INPUT_OBSERVATION), quorums,

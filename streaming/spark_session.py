@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
+from pathlib import Path
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 # Each micro-batch commits every state partition. With changelog checkpointing a commit writes the
@@ -16,19 +18,17 @@ CHECKPOINT_FILE_MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
 LOCAL_CHECKPOINT_FILE_MANAGER = \
     "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
 # Python workers talk to their JVM (the health processor's state server above all: every state
-# call is a round trip) over a Unix domain socket instead of loopback TCP. Measured by
-# benchmarks/state_round_trip.py: a round trip 0.87 x the TCP one (and, timed once with the
-# worker's thread CPU clock, its own CPU per call 30-51 us against 47-78). Worker and JVM are on
+# call is a round trip) over a Unix domain socket instead of loopback TCP: a round trip takes
+# 0.87 x the TCP one, and the worker's own CPU per call 30-51 us against 47-78. Worker and JVM are on
 # the same host in every deployment (executor and its workers); a job's `spark.conf` can turn it off.
 UNIX_SOCKETS = "spark.python.unix.domain.socket.enabled"
 # HotSpot does not compile a method of more than 8,000 bytes of bytecode (HugeMethodLimit): it
-# runs interpreted for ever. Spark's limit for a whole-stage-codegen method is 65,535 by default,
-# and the decoding stage's (route_records: the fast path's checks, the routing of the rest) is
-# 10,943 bytes, so it ran interpreted: 16% of the JVM's samples in Java Flight Recorder at 6,000
-# events/s from 200 clusters. With Spark's limit at HotSpot's, Spark runs such a stage without
-# whole-stage codegen, on generated projections split into small methods the JIT compiles (Spark's
-# own advice for HotSpot). Measured with benchmarks/batch_breakdown.py --clusters 200 --rate 4500:
-# batch median 2,238 -> 1,126 ms, longest 5,765 -> 2,296 ms.
+# runs interpreted for ever. Spark's limit for a whole-stage-codegen method is 65,535 by default.
+# With Spark's limit at HotSpot's, Spark runs a larger stage without whole-stage codegen, on
+# generated projections split into small methods the JIT compiles (Spark's own advice for
+# HotSpot). Spark 4.2 compiles the decoding stage (route_records) into 4,362 bytes, under the
+# limit; a stage that grows past it (Spark 4.1 compiled the same stage into 10,943 bytes and ran
+# it interpreted, doubling the batch time at 4,500 events/s) is still compiled.
 HUGE_METHOD_LIMIT = "spark.sql.codegen.hugeMethodLimit"
 HOTSPOT_HUGE_METHOD_LIMIT = 8000
 LOOPBACK = "127.0.0.1"
@@ -94,6 +94,37 @@ def submitted_master() -> str | None:
     return SparkContext._jvm.java.lang.System.getProperty("spark.master")
 
 
+def _artifact(jar_name: str) -> str:
+    """A jar's artifact name without its version: `kafka-clients-3.9.2.jar` -> `kafka-clients`."""
+    return re.sub(r"-\d+(\.\d+)+([-.]\w+)*\.jar$", "", jar_name)
+
+
+def connector_jars() -> list[str]:
+    """The Kafka connector's jars deploy/setup.sh fetched, less those PySpark already ships (its
+    own versions of Hadoop's client, Scala, SLF4J and the codecs stay the ones Spark runs on)."""
+    import pyspark
+    from quorum import jvm
+    shipped = {_artifact(jar.name) for jar in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
+    return [str(jar) for jar in jvm.jars(jvm.SPARK_KAFKA) if _artifact(jar.name) not in shipped]
+
+
+def connector_conf(master: str, conf: dict[str, str] | None = None) -> dict[str, str]:
+    """How a session this process starts gets Spark's Kafka connector. Nothing when the session is
+    spark-submit's (its --packages brings it) or the config names jars or packages itself; else the
+    jars deploy/setup.sh fetched, or, where they were never fetched, the package from Maven Central
+    (Spark's Ivy resolution, which looks in the local Maven cache first)."""
+    given = conf or {}
+    if "PYSPARK_GATEWAY_PORT" in os.environ or "spark.jars.packages" in given or "spark.jars" in given:
+        return {}
+    from quorum.jvm import JvmPartsMissing
+    try:
+        return {"spark.jars": ",".join(connector_jars())}
+    except JvmPartsMissing:
+        import pyspark
+        from streaming.source import connector_package
+        return {"spark.jars.packages": connector_package(pyspark.__version__)}
+
+
 def build_spark(master: str = "local[*]", app_name: str = "quorum-health", shuffle_partitions: int = 2,
                 extra_conf: dict[str, str] | None = None):
     """The session on `master`; under spark-submit, spark-submit's --master wins."""
@@ -111,7 +142,8 @@ def build_spark(master: str = "local[*]", app_name: str = "quorum-health", shuff
                .config("spark.sql.execution.arrow.pyspark.enabled", "true")
                .config(UNIX_SOCKETS, "true")
                .config(HUGE_METHOD_LIMIT, str(HOTSPOT_HUGE_METHOD_LIMIT)))
-    for key, value in {**address_conf(master, extra_conf), **(extra_conf or {})}.items():
+    for key, value in {**address_conf(master, extra_conf), **connector_conf(master, extra_conf),
+                       **(extra_conf or {})}.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
 

@@ -1,15 +1,11 @@
 #!/usr/bin/env bash
 # Submit the quorum health streaming job to a Spark cluster.
 #
-# Usage: deploy/cluster/spark-submit.sh --master MASTER --config JOB_YAML [--kafka-connector]
-#                                       [--dry-run] [-- SPARK_ARGS...]
+# Usage: deploy/cluster/spark-submit.sh --master MASTER --config JOB_YAML [--dry-run] [-- SPARK_ARGS...]
 #
 # The config is checked with the job's own loader before anything is submitted (when it is a file
-# here). The events topic is read with the job's Python source (`source.kind: python`), which
-# needs nothing beyond the Python packages; Spark's native Kafka connector is added with
-# --packages (fetched from Maven Central or the mirror in spark.jars.repositories) only when the
-# config says `source.kind: native`, or with --kafka-connector (for `source.kind: auto`, or a
-# Kubernetes --config that is a path inside the driver's pod).
+# here). The events topic is read with Spark's Kafka connector, added with --packages (fetched
+# from the local Maven cache, Maven Central or the mirror in spark.jars.repositories).
 #
 #   YARN        deploy/cluster/spark-submit.sh --master yarn --config job.yaml
 #               (HADOOP_CONF_DIR or YARN_CONF_DIR set; cluster deploy mode; the config is shipped
@@ -42,13 +38,12 @@ repo="$(cd "$here/../.." && pwd)"
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
 die() { echo "spark-submit.sh: $*" >&2; exit 2; }
 
-master="" config="" dry_run=0 want_connector=0 extra=()
+master="" config="" dry_run=0 extra=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --master) [[ $# -ge 2 ]] || die "--master needs a value"; master="$2"; shift 2 ;;
     --config) [[ $# -ge 2 ]] || die "--config needs a value"; config="$2"; shift 2 ;;
     --dry-run) dry_run=1; shift ;;
-    --kafka-connector) want_connector=1; shift ;;
     -h|--help) usage; exit 0 ;;
     --) shift; extra=("$@"); break ;;
     *) die "unknown argument '$1' (see --help)" ;;
@@ -66,29 +61,23 @@ spark_version="${SPARK_VERSION:-$("$python" -c 'import pyspark; print(pyspark.__
 [[ -n "$spark_version" ]] || die "set SPARK_VERSION to the cluster's Spark version (pyspark is not importable here)"
 connector="org.apache.spark:spark-sql-kafka-0-10_${SCALA_BINARY:-2.13}:${spark_version}"
 
-# the source kind, from the config as the job will read it (a bad config stops here, not in the cluster)
-source_kind=""
+# the config as the job will read it: a bad config stops here, not in the cluster
 if [[ -f "$config" ]]; then
-  source_kind="$(cd "$repo" && "$python" - "$config" <<'PY'
+  (cd "$repo" && "$python" - "$config" <<'PY'
 import sys
 from streaming.config import ConfigError, load_config
 try:
-    print(load_config(sys.argv[1]).source.kind)
+    load_config(sys.argv[1])
 except ConfigError as e:
     sys.exit(f"spark-submit.sh: bad job configuration: {e}")
 PY
-  )" || exit 2
-fi
-use_connector=$want_connector
-if [[ "$source_kind" == native ]]; then use_connector=1; fi
-if [[ "$source_kind" == python && $want_connector -eq 1 ]]; then
-  die "--kafka-connector with source.kind: python in $config: the job would not use it"
+  ) || exit 2
 fi
 
 cmd=("${SPARK_SUBMIT:-spark-submit}" --master "$master" --name quorum-health
      # on SIGTERM (a rolling restart) finish the running micro-batch; the next run resumes from the checkpoint
-     --conf spark.sql.streaming.stopGracefullyOnShutdown=true)
-if [[ $use_connector -eq 1 ]]; then cmd+=(--packages "$connector"); fi
+     --conf spark.sql.streaming.stopGracefullyOnShutdown=true
+     --packages "$connector")
 
 case "$master" in
   yarn)
@@ -109,7 +98,7 @@ case "$master" in
           --conf "spark.kubernetes.namespace=${NAMESPACE:-quorum-health}"
           --conf spark.kubernetes.authenticate.driver.serviceAccountName=quorum-health-spark)
     # Ivy's cache must be writable inside the driver's container for --packages
-    if [[ $use_connector -eq 1 ]]; then cmd+=(--conf spark.jars.ivy=/tmp/.ivy2); fi
+    cmd+=(--conf spark.jars.ivy=/tmp/.ivy2)
     main="local:///opt/quorum-health/streaming/cli.py"
     job_config="$config"
     ;;

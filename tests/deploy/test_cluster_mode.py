@@ -1,5 +1,5 @@
 """Cluster mode: the spark-submit script builds the right command for YARN, Kubernetes and
-standalone masters, with Spark's native Kafka connector only when the job config asks for it, and
+standalone masters, always with Spark's Kafka connector at the cluster's Spark version, and
 checks the config with the job's own loader first; the Kubernetes manifests agree with each
 other, with the image, with the nodes' configuration loader and the CLI; the PrometheusRule is
 exactly the promtool-tested rules file."""
@@ -35,9 +35,9 @@ def dry_run(master: str, config: str, *extra: str, **env: str) -> list[str]:
     return shlex.split(result.stdout)
 
 
-def job_file(tmp_path: Path, kind: str = "native") -> str:
-    path = tmp_path / f"job-{kind}.yaml"
-    path.write_text(f"source: {{kind: {kind}}}\n")
+def job_file(tmp_path: Path) -> str:
+    path = tmp_path / "job.yaml"
+    path.write_text("source: {topic: quorum-events}\n")
     return str(path)
 
 
@@ -67,7 +67,7 @@ def test_script_is_valid_bash_and_its_help_names_the_three_masters():
         assert master in help_text
 
 
-def test_native_connector_matches_the_spark_version(tmp_path):
+def test_the_connector_matches_the_spark_version(tmp_path):
     import pyspark
     command = dry_run("yarn", job_file(tmp_path))
     assert option(command, "--packages") == [f"org.apache.spark:spark-sql-kafka-0-10_2.13:{pyspark.__version__}"]
@@ -75,23 +75,19 @@ def test_native_connector_matches_the_spark_version(tmp_path):
     assert option(command, "--packages") == ["org.apache.spark:spark-sql-kafka-0-10_2.13:4.1.0"]
 
 
-@pytest.mark.parametrize("master", ["yarn", "spark://master:7077"])
-def test_the_python_source_needs_no_connector(tmp_path, master):
-    # a cluster without a Maven mirror could not fetch --packages: it is added only when asked for
-    for kind in ("python", "auto"):
-        assert option(dry_run(master, job_file(tmp_path, kind)), "--packages") == []
-    assert option(dry_run(master, job_file(tmp_path, "auto"), "--kafka-connector"), "--packages") != []
-    result = submit("--master", master, "--config", job_file(tmp_path, "python"), "--kafka-connector", "--dry-run")
-    assert result.returncode == 2 and "the job would not use it" in result.stderr
-
-
-def test_kubernetes_adds_the_connector_when_asked(tmp_path):
+@pytest.mark.parametrize("master", ["yarn", "spark://master:7077", "k8s://https://10.0.0.1:6443"])
+def test_every_master_gets_the_connector(tmp_path, master):
     # on Kubernetes --config is a path inside the driver's pod, so the script cannot read it
-    pod_path = "/etc/quorum-health/job.yaml"
-    plain = dry_run("k8s://https://10.0.0.1:6443", pod_path, IMAGE="r/q:1")
-    assert option(plain, "--packages") == [] and "spark.jars.ivy" not in confs(plain)
-    native = dry_run("k8s://https://10.0.0.1:6443", pod_path, "--kafka-connector", IMAGE="r/q:1")
-    assert option(native, "--packages") and confs(native)["spark.jars.ivy"] == "/tmp/.ivy2"
+    config = "/etc/quorum-health/job.yaml" if master.startswith("k8s") else job_file(tmp_path)
+    command = dry_run(master, config, IMAGE="r/q:1")
+    assert option(command, "--packages") == [f"org.apache.spark:spark-sql-kafka-0-10_2.13:{spark_version()}"]
+    if master.startswith("k8s"):   # Ivy's cache must be writable in the driver's container
+        assert confs(command)["spark.jars.ivy"] == "/tmp/.ivy2"
+
+
+def spark_version() -> str:
+    import pyspark
+    return pyspark.__version__
 
 
 def test_a_bad_job_config_is_refused_before_submitting(tmp_path):
@@ -104,7 +100,7 @@ def test_a_bad_job_config_is_refused_before_submitting(tmp_path):
 
 def test_yarn_runs_the_driver_in_the_cluster_with_the_config_shipped(tmp_path):
     config = tmp_path / "job.yaml"
-    config.write_text("source: {kind: native}\n")
+    config.write_text("source: {topic: quorum-events}\n")
     command = dry_run("yarn", str(config))
     assert option(command, "--deploy-mode") == ["cluster"]
     assert option(command, "--files") == [str(config)]
@@ -132,9 +128,9 @@ def test_kubernetes_without_an_image_is_refused():
 
 
 def test_standalone_runs_the_python_driver_in_client_mode_only(tmp_path):
-    command = dry_run("spark://master:7077", job_file(tmp_path, "python"))
+    command = dry_run("spark://master:7077", job_file(tmp_path))
     assert option(command, "--deploy-mode") == ["client"]
-    result = submit("--master", "spark://master:7077", "--config", job_file(tmp_path, "python"), "--dry-run",
+    result = submit("--master", "spark://master:7077", "--config", job_file(tmp_path), "--dry-run",
                     DEPLOY_MODE="cluster")
     assert result.returncode == 2 and "client deploy mode only" in result.stderr
 
@@ -153,7 +149,7 @@ def test_bad_arguments_are_refused_with_a_clear_message(args, message):
 
 def test_submitting_ships_an_importable_zip_of_the_packages(tmp_path):
     # spark-submit itself replaced by echo: this checks what the script hands it, not Spark
-    result = submit("--master", "spark://master:7077", "--config", job_file(tmp_path, "python"),
+    result = submit("--master", "spark://master:7077", "--config", job_file(tmp_path),
                     SPARK_SUBMIT="echo", DIST_DIR=str(tmp_path))
     assert result.returncode == 0, result.stderr
     code_zip = tmp_path / "quorum_health_py.zip"
@@ -181,7 +177,7 @@ def test_every_manifest_is_namespaced_and_listed_in_the_kustomization():
                 assert doc["metadata"]["namespace"] == "quorum-health", (name, doc["kind"])
 
 
-def test_spark_application_runs_the_job_with_the_native_connector_and_its_config():
+def test_spark_application_runs_the_job_with_the_connector_and_its_config():
     docs = manifests("streaming-job.yaml")
     app = by_kind(docs, "SparkApplication")["spec"]
     assert app["deps"]["packages"] == [f"org.apache.spark:spark-sql-kafka-0-10_2.13:{app['sparkVersion']}"]
@@ -195,7 +191,8 @@ def test_spark_application_runs_the_job_with_the_native_connector_and_its_config
     config_map = by_kind(docs, "ConfigMap")
     assert volumes[config_volume]["configMap"]["name"] == config_map["metadata"]["name"]
     job = yaml.safe_load(config_map["data"][config_path.name])
-    assert job["source"]["kind"] == "native"
+    from streaming.config import JobConfig
+    assert JobConfig.from_dict(job).source.topic == "quorum-events"
     from streaming.sinks.config import SinkConfig
     assert SinkConfig.from_dict(job["sink"]).prometheus.mode == "pushgateway"
     # the checkpoint is on the shared volume, mounted in the driver and every executor alike

@@ -81,5 +81,5 @@ def test_the_known_configs_are_among_those_checked():
 def test_a_broken_config_would_be_caught():
     from streaming.config import ConfigError
     with pytest.raises(ConfigError, match="config.checkpoint_location: unknown key"):
-        JobConfig.from_dict({"source": {"kind": "native"}, "checkpoint_location": "/x"})
+        JobConfig.from_dict({"source": {"topic": "quorum-events"}, "checkpoint_location": "/x"})
     assert kind_of({"source": {}, "checkpoint_location": "/x"}) == "job"

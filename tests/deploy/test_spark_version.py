@@ -1,6 +1,7 @@
-"""One Spark version floor: pyproject's pyspark requirement. The image's default Spark, the
-spark-operator's sparkVersion and its connector, and every versioned example in the docs are that
-floor; the image tags are the project's version; the installed pyspark satisfies the requirement."""
+"""One Spark version: pyproject's exact pyspark pin. Spark's Kafka connector in the JVM manifest,
+the image's default Spark, the spark-operator's sparkVersion and its connector, and every versioned
+example in the docs are that version; the image tags are the project's version; the installed
+pyspark is the pinned one."""
 from __future__ import annotations
 
 import re
@@ -15,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = ROOT / "deploy" / "cluster"
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 (PYSPARK,) = [Requirement(r) for r in PROJECT["dependencies"] if Requirement(r).name == "pyspark"]
-(FLOOR,) = [Version(s.version) for s in PYSPARK.specifier if s.operator == ">="]
+(FLOOR,) = [Version(s.version) for s in PYSPARK.specifier if s.operator == "=="]
 IMAGE = re.compile(r"\b(?:REGISTRY|registry[\w./-]*)/quorum-health:([\w.-]+)")
 
 
@@ -29,6 +30,12 @@ def test_the_floor_has_the_row_based_transform_with_state():
     assert FLOOR >= Version("4.1.0")
     from pyspark.sql.group import GroupedData
     assert hasattr(GroupedData, "transformWithState")
+
+
+def test_the_jvm_manifest_fetches_the_connector_of_the_pinned_spark():
+    pom = (ROOT / "deploy" / "jvm" / "pom.xml").read_text()
+    assert re.findall(r"<spark\.version>([^<]+)</spark\.version>", pom) == [str(FLOOR)]
+    assert "<artifactId>spark-sql-kafka-0-10_${scala.binary}</artifactId>" in pom
 
 
 def test_the_installed_pyspark_satisfies_the_requirement():

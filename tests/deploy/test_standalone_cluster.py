@@ -1,6 +1,6 @@
 """The job on a real Spark standalone cluster: a master and two workers, each its own JVM from the
 installed pyspark's launcher, on loopback. The job is submitted with `deploy/cluster/spark-submit.sh`
-exactly as an operator would (client deploy mode, the Python source, no --packages), its executors
+exactly as an operator would (client deploy mode, Spark's Kafka connector with --packages), its executors
 run in the workers' processes, it flags a synthetic quorum's stalled voter and clears it, and when
 one worker is SIGKILLed mid-run (its JVM and its executor) the job goes on on the other worker:
 every record is read exactly once and no verdict is missed."""
@@ -23,7 +23,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from deploy.cluster.standalone import StandaloneCluster, alive, command_line, descendants, identity
 from prometheus_tools import wait_for
-from quorum.embedded_broker import free_port
+from quorum.loopback_ports import free_port
 from quorum.synthetic import Fault, SyntheticConfig, publish
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -39,7 +39,7 @@ def job_yaml(path: Path, bootstrap: str, topic: str, health_topic: str, exporter
         "spark": {"conf": {"spark.executor.memory": "512m",
                            # retried tasks go to the surviving worker at once rather than waiting for locality
                            "spark.locality.wait": "0s"}},
-        "source": {"kind": "python", "bootstrap_servers": bootstrap, "topic": topic, "starting_offsets": "earliest"},
+        "source": {"bootstrap_servers": bootstrap, "topic": topic, "starting_offsets": "earliest"},
         "job": {"checkpoint_location": str(workdir / "checkpoint"), "trigger_interval_ms": TRIGGER_MS},
         "dead_letters": {"enabled": False},
         "health": {"stall_after_ms": STALL_MS, "tick_ms": TRIGGER_MS},
@@ -108,7 +108,8 @@ def test_job_on_a_standalone_cluster_survives_a_killed_worker(broker, topic_fact
            "DIST_DIR": str(tmp_path / "dist"), "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
     dry = subprocess.run(["bash", str(SUBMIT), "--master", "spark://127.0.0.1:7077", "--config", str(config),
                           "--dry-run"], capture_output=True, text=True, env=env, timeout=60)
-    assert dry.returncode == 0 and "--packages" not in dry.stdout, dry.stdout + dry.stderr
+    assert dry.returncode == 0 and "--packages org.apache.spark:spark-sql-kafka-0-10_2.13:" in dry.stdout, \
+        dry.stdout + dry.stderr
 
     with StandaloneCluster(tmp_path / "spark", workers=2, cores_per_worker=2, memory_per_worker="768m") as cluster:
         driver_log = (tmp_path / "driver.log").open("wb")

@@ -59,6 +59,9 @@ def test_the_packed_record_unpacks_to_what_the_columns_held(spark):
 
 @pytest.mark.parametrize("api", ["pandas", "row"])
 def test_processor_in_spark_flags_the_stuck_replica_of_one_quorum_only(spark, api):
+    # Spark 4.2's batch transformWithState opens its state through the state store coordinator,
+    # which the session registers with its streaming query manager: create that first
+    spark.streams.active
     ok, bad = QuorumScript(cluster="ok"), QuorumScript(cluster="bad")
     records = ok.run(3000) + bad.run(3000)
     bad.mode[3] = "stuck"

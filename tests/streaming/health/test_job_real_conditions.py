@@ -1,4 +1,4 @@
-"""The whole job (embedded broker, local[2]) fed what real quorums send, live: a follower whose
+"""The whole job (Apache Kafka, local[2]) fed what real quorums send, live: a follower whose
 clock is 3 s ahead, a quorum whose Kafka partition is read 3 s behind the others, and a quorum
 seen only through a collector whose clock is 1 s ahead. Nothing may be flagged while they are
 healthy; then each gets a real fault, which must be flagged on time."""
@@ -80,7 +80,7 @@ def test_skewed_clocks_a_late_partition_and_a_collector_are_judged_right_through
         spark, broker, topic_factory, tmp_path):
     topic = topic_factory(partitions=2)
     cfg = JobConfig.from_dict({
-        "source": {"kind": "python", "bootstrap_servers": broker.bootstrap, "topic": topic,
+        "source": {"bootstrap_servers": broker.bootstrap, "topic": topic,
                    "starting_offsets": "earliest"},
         "job": {"checkpoint_location": str(tmp_path / "checkpoint"), "trigger_interval_ms": TRIGGER_MS},
         "dead_letters": {"path": str(tmp_path / "dead")},

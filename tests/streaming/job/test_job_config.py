@@ -38,7 +38,9 @@ def test_an_empty_file_means_all_defaults(tmp_path):
 @pytest.mark.parametrize("config, message", [
     ({"sourc": {}}, "sourc: unknown key"),
     ({"source": {"topc": "x"}}, "source.topc: unknown key"),
-    ({"source": {"kind": "jvm"}}, "source.kind: must be one of auto, python, native"),
+    ({"source": {"kind": "python"}}, "source.kind: unknown key"),
+    ({"source": {"kafka": {"auto.offset.reset": "earliest"}}}, "kafka.auto.offset.reset: set by Spark's Kafka connector"),
+    ({"source": {"fail_on_data_loss": "yes"}}, "source.fail_on_data_loss: expected bool"),
     ({"source": {"starting_offsets": "middle"}}, "source.starting_offsets"),
     ({"source": {"max_offsets_per_trigger": 0}}, "source.max_offsets_per_trigger: must be >= 1"),
     ({"source": {"kafka": {"kafka.security.protocol": "SSL"}}}, "kafka.kafka.security.protocol"),
@@ -55,12 +57,12 @@ def test_a_bad_config_is_refused_naming_the_key(config, message):
         JobConfig.from_dict(config)
 
 
-def test_source_options_use_the_native_kafka_names_and_pass_client_settings_through():
+def test_source_options_use_the_connectors_names_and_pass_client_settings_through():
     cfg = JobConfig.from_dict({"source": {"bootstrap_servers": "b:9092", "topic": "ev", "max_offsets_per_trigger": 10,
                                           "kafka": {"security.protocol": "SASL_SSL", "sasl.username": "u"}}})
     assert cfg.source.reader_options() == {
         "kafka.bootstrap.servers": "b:9092", "subscribe": "ev", "startingOffsets": "latest",
-        "maxOffsetsPerTrigger": "10", "kafka.security.protocol": "SASL_SSL", "kafka.sasl.username": "u"}
+        "failOnDataLoss": "false", "maxOffsetsPerTrigger": "10", "kafka.security.protocol": "SASL_SSL", "kafka.sasl.username": "u"}
 
 
 def test_cli_exits_2_with_the_file_and_key_for_a_bad_config(tmp_path, capsys):

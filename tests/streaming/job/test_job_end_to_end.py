@@ -1,4 +1,4 @@
-"""The whole job on the embedded broker and local[2]: the synthetic quorum's faults are flagged
+"""The whole job on Apache Kafka and local[2]: the synthetic quorum's faults are flagged
 and cleared, garbage is dead-lettered and counted while flagging goes on, and a job stopped and
 restarted from its checkpoint keeps its state and reads no record twice."""
 from __future__ import annotations
@@ -26,7 +26,7 @@ STALL_MS = 4000
 
 def job_config(broker, topic, tmp_path) -> JobConfig:
     return JobConfig.from_dict({
-        "source": {"kind": "python", "bootstrap_servers": broker.bootstrap, "topic": topic,
+        "source": {"bootstrap_servers": broker.bootstrap, "topic": topic,
                    "starting_offsets": "earliest"},
         "job": {"checkpoint_location": str(tmp_path / "checkpoint"), "trigger_interval_ms": TRIGGER_MS},
         "dead_letters": {"path": str(tmp_path / "dead")},
@@ -67,7 +67,8 @@ def records_in_range(checkpoint: Path, batch_id: int) -> int:
         if n < 0:
             return {}
         lines = (checkpoint / "offsets" / str(n)).read_text().splitlines()
-        return json.loads(lines[2])["partitions"]
+        (partitions,) = json.loads(lines[2]).values()   # the connector's {topic: {partition: offset}}
+        return partitions
     before, after = ends(batch_id - 1), ends(batch_id)
     return sum(end - before.get(p, 0) for p, end in after.items())
 
@@ -203,7 +204,7 @@ def test_nothing_is_flagged_on_a_healthy_quorum_over_ten_minutes_of_synthetic_ti
     stats, timeline = publish(synthetic, broker.bootstrap, topic, duration_ms=600_000, speed=0)
     assert not [e for e in timeline if e.kind != "election"], "the healthy run has scripted faults"
     cfg = JobConfig.from_dict({**job_config(broker, topic, tmp_path).to_dict(),
-                               "source": {"kind": "python", "bootstrap_servers": broker.bootstrap, "topic": topic,
+                               "source": {"bootstrap_servers": broker.bootstrap, "topic": topic,
                                           "starting_offsets": "earliest", "max_offsets_per_trigger": 5000},
                                "dead_letters": {"enabled": False}})
     writer = recording_writer(cfg)

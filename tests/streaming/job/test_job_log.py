@@ -49,7 +49,7 @@ def test_streaming_run_logs_one_line_per_batch_and_no_noise(broker, topic_factor
     config = tmp_path / "job.yaml"
     config.write_text(yaml.safe_dump({
         "spark": {"master": "local[2]"},
-        "source": {"kind": "python", "bootstrap_servers": broker.bootstrap, "topic": topic,
+        "source": {"bootstrap_servers": broker.bootstrap, "topic": topic,
                    "starting_offsets": "earliest"},
         "job": {"checkpoint_location": str(tmp_path / "checkpoint"), "trigger_interval_ms": 1000},
         "dead_letters": {"enabled": False},

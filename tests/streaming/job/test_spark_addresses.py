@@ -48,7 +48,7 @@ def test_an_operators_spark_local_ip_is_kept(monkeypatch):
 def test_a_spark_below_the_floor_is_refused_naming_both_versions():
     from streaming.spark_session import check_spark_version, spark_requirement
     assert spark_requirement() is not None, "the project's metadata (pip install -e .) names pyspark"
-    with pytest.raises(RuntimeError, match=r"needs pyspark.*>=4\.1\.0.*but pyspark 4\.0\.1 is installed"):
+    with pytest.raises(RuntimeError, match=r"needs pyspark==4\.2\.0, but pyspark 4\.0\.1 is installed"):
         check_spark_version("4.0.1")
     import pyspark
     check_spark_version(pyspark.__version__)

@@ -1,4 +1,4 @@
-"""Producing test records in many separate Kafka batches (the shape that exposes ListOffsets)."""
+"""Producing test records in many separate Kafka batches."""
 from __future__ import annotations
 
 from confluent_kafka import Producer

@@ -1,7 +1,9 @@
-"""The Python Kafka source inside Spark Structured Streaming, on the embedded broker.
+"""The events source (Spark's Kafka connector) inside Spark Structured Streaming, on Apache Kafka.
 
 Every test checks offsets, not only counts: each (partition, offset) of the topic must be
-delivered exactly once, across failed batches and restarts from the checkpoint.
+delivered exactly once, across failed batches and restarts from the checkpoint; records the
+topic deleted while the job was down are counted as lost, never read, never stop the job
+unless it is told to stop.
 """
 from __future__ import annotations
 
@@ -12,8 +14,11 @@ from pathlib import Path
 import pytest
 from pyspark.errors import StreamingQueryException
 
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import AdminClient
+
 from source_kafka_helpers import produce_in_batches
-from streaming.source import open_stream
+from streaming.source import lost_offsets, open_stream
 
 pytestmark = pytest.mark.spark
 
@@ -39,7 +44,7 @@ class BatchFiles:
 
 
 def run(spark, options, checkpoint: Path, sink: BatchFiles, **trigger):
-    return (open_stream(spark, "python", options).writeStream.foreachBatch(sink)
+    return (open_stream(spark, options).writeStream.foreachBatch(sink)
             .option("checkpointLocation", str(checkpoint)).trigger(**trigger).start())
 
 
@@ -58,9 +63,11 @@ def assert_each_offset_exactly_once(rows, produced: int, partitions: int):
 
 
 def planned_end(checkpoint: Path, batch_id: int) -> dict[int, int]:
-    """The end offsets Spark's offset log holds for one batch (its last line is our offset)."""
+    """The end offsets Spark's offset log holds for one batch (its last line is the connector's
+    offset: {topic: {partition: offset}})."""
     last = (checkpoint / "offsets" / str(batch_id)).read_text().strip().splitlines()[-1]
-    return {int(p): o for p, o in json.loads(last)["partitions"].items()}
+    (partitions,) = json.loads(last).values()
+    return {int(p): o for p, o in partitions.items()}
 
 
 def test_many_batch_topic_is_read_completely_and_exactly_once_across_failure_and_restarts(
@@ -103,7 +110,7 @@ def test_many_batch_topic_is_read_completely_and_exactly_once_across_failure_and
 def test_latest_starts_after_what_is_already_there(spark, broker, topic_factory, tmp_path):
     topic = topic_factory(partitions=2)
     before = produce_in_batches(broker.bootstrap, topic, batches=6, per_batch=25, partitions=2)
-    query = (open_stream(spark, "python", source_options(broker, topic, startingOffsets="latest"))
+    query = (open_stream(spark, source_options(broker, topic, startingOffsets="latest"))
              .writeStream.format("memory").queryName("latest_start")
              .option("checkpointLocation", str(tmp_path / "cp")).trigger(processingTime="200 milliseconds").start())
     try:
@@ -128,3 +135,40 @@ def test_max_offsets_per_trigger_bounds_every_batch(spark, broker, topic_factory
     sizes = [r["numInputRows"] for r in query.recentProgress if r["numInputRows"]]
     assert sizes == [300, 300, 300, 100]
     assert_each_offset_exactly_once(delivered(spark, out), produced, partitions=2)
+
+
+def delete_records_before(bootstrap: str, topic: str, offsets: dict[int, int]) -> None:
+    """Move each partition's log start, as retention does (Kafka's DeleteRecords)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.delete_records([TopicPartition(topic, p, o) for p, o in offsets.items()])
+    for future in futures.values():
+        future.result(30)
+
+
+@pytest.mark.parametrize("fail_on_data_loss", [False, True])
+def test_records_deleted_while_the_job_was_down_are_counted_as_lost(
+        spark, broker, topic_factory, tmp_path, fail_on_data_loss):
+    topic = topic_factory(partitions=2)
+    produced = produce_in_batches(broker.bootstrap, topic, batches=2, per_batch=100, partitions=2)
+    options = source_options(broker, topic, startingOffsets="earliest",
+                             failOnDataLoss=str(fail_on_data_loss).lower())
+    checkpoint, out = tmp_path / "checkpoint", tmp_path / "out"
+    first = run(spark, options, checkpoint, BatchFiles(out), availableNow=True)
+    assert first.awaitTermination(120)
+
+    # while no query runs: 100 more records a partition, of which retention deletes 30 and 70
+    produced = produce_in_batches(broker.bootstrap, topic, batches=2, per_batch=100, partitions=2, first=produced)
+    delete_records_before(broker.bootstrap, topic, {0: 130, 1: 170})
+
+    second = run(spark, options, checkpoint, BatchFiles(out), availableNow=True)
+    if fail_on_data_loss:
+        with pytest.raises(StreamingQueryException, match="(?i)data.*lost|lost.*data|OffsetOutOfRange"):
+            second.awaitTermination(120)
+        return
+    assert second.awaitTermination(120)
+    rows = delivered(spark, out)
+    offsets = sorted((r["partition"], r["offset"]) for r in rows)
+    assert offsets == sorted([(p, o) for p in range(2) for o in range(100)]
+                             + [(0, o) for o in range(130, 200)] + [(1, o) for o in range(170, 200)])
+    lost = sum(lost_offsets(source) for progress in second.recentProgress for source in progress["sources"])
+    assert lost == 30 + 70
