@@ -6,11 +6,12 @@ notifications are printed here.
   deploy/run-local                     start everything in the foreground; Ctrl-C stops it all
   deploy/run-local down                stop a stack started from another terminal
   deploy/run-local status              the quorum's state and the stack's addresses
-  deploy/run-local chaos ACTION [NODE] disturb the running quorum:
-      stall NODE        throttle the node's replication (1 record/s, the leader appends 2 NoOps/s):
+  deploy/run-local chaos ACTION [NODE] disturb the running quorum; NODE is a node id, `follower`
+                                       (a voter that is not the leader, chosen for you) or `leader`:
+      stall NODE        throttle a follower's replication (1 record/s, the leader appends 2 NoOps/s):
                         it keeps fetching and falls further behind (stalled, cause behind)
-      slow-disk NODE    slow the node's disk (3 s per fsync): its fetches come seconds apart
-      wrong-cluster NODE restart the node with another cluster id: the leader refuses its fetches
+      slow-disk NODE    slow a follower's disk (3 s per fsync): its fetches come seconds apart
+      wrong-cluster NODE restart a follower with another cluster id: the leader refuses its fetches
       cutoff NODE       drop all of the node's traffic (it cannot reach or be reached)
       freeze NODE       SIGSTOP the node's process (heal sends SIGCONT)
       kill NODE         SIGKILL the node's process (heal restarts it)
@@ -230,10 +231,38 @@ class Stack:
             raise ValueError("the quorum has no leader right now")
         return found[0]
 
-    def chaos(self, action: str, node: int | None) -> str:
+    def target(self, action: str, node: str | int | None) -> int:
+        """The node a node action acts on: an id, `leader`, or `follower` (the lowest-numbered
+        voter that is not the leader and not already frozen or killed). Elections pick any node,
+        so an action that only means something on a follower refuses the leader, naming the
+        followers to choose from."""
+        if node == "leader":
+            return self.leader()
+        voters = sorted(n for n, spec in self.nodes.items() if spec.voter)
+        if node == "follower":
+            leader = self.leader()
+            followers = [n for n in voters if n != leader and n not in self.killed | self.frozen]
+            if not followers:
+                raise ValueError(f"{action}: no running follower (leader {leader}, voters {voters})")
+            return followers[0]
+        try:
+            node_id = int(node)
+        except (TypeError, ValueError):
+            raise ValueError(f"{action} needs a node: follower, leader or an id among {sorted(self.nodes)}") from None
+        if node_id not in self.nodes:
+            raise ValueError(f"{action} needs a node: follower, leader or an id among {sorted(self.nodes)}")
+        if action in FOLLOWER_ACTIONS:
+            leader = self.leader()
+            if node_id == leader:
+                followers = ", ".join(str(n) for n in voters if n != leader)
+                raise ValueError(f"{action} acts on a follower, and node {node_id} is the leader now: choose "
+                                 f"one of the followers {followers}, or say `follower`")
+        return node_id
+
+    def chaos(self, action: str, node: str | int | None) -> str:
         with self.lock:
-            if action in NODE_ACTIONS and node not in self.nodes:
-                raise ValueError(f"{action} needs a node id among {sorted(self.nodes)}")
+            if action in NODE_ACTIONS:
+                node = self.target(action, node)
             if action == "stall":
                 self._fault(node, "throttle", THROTTLE_RECORDS_PER_S)
                 return (f"node {node}: replication throttled to {THROTTLE_RECORDS_PER_S} record/s; it keeps fetching "
@@ -322,6 +351,8 @@ class Stack:
 
 
 NODE_ACTIONS = ("stall", "slow-disk", "wrong-cluster", "cutoff", "freeze", "kill")
+# a leader does not replicate from anyone and makes its own appends: these mean nothing on it
+FOLLOWER_ACTIONS = ("stall", "slow-disk", "wrong-cluster")
 
 
 def _signal_group(pid: int, sig: int) -> None:
@@ -472,7 +503,7 @@ def up(args: argparse.Namespace) -> int:
         for name, url in stack.urls.items():
             say(f"      {name:13} {url}")
         say(f"      {'logs':13} {run_dir / 'logs'}")
-        say("      try: deploy/run-local chaos freeze 2   (then: deploy/run-local chaos heal)")
+        say("      try: deploy/run-local chaos freeze follower   (then: deploy/run-local chaos heal)")
         deadline = time.monotonic() + args.duration if args.duration else None
         while not stopping and (deadline is None or time.monotonic() < deadline):
             problem = stack.check_alive()
@@ -576,7 +607,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("status", help="addresses and the quorum's replication state")
     c = sub.add_parser("chaos", help="disturb the running quorum (see above)")
     c.add_argument("chaos_action", choices=[*NODE_ACTIONS, "partition-leader", "heal"])
-    c.add_argument("node", nargs="?", type=int, help=f"node id (for {', '.join(NODE_ACTIONS)})")
+    c.add_argument("node", nargs="?", help=f"follower, leader or a node id (for {', '.join(NODE_ACTIONS)})")
     args = p.parse_args(argv)
     return {"up": up, "down": down, "status": status, "chaos": chaos}[args.action](args)
 

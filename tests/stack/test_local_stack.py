@@ -2,13 +2,15 @@
 streaming job, Pushgateway, Prometheus with the alerting rules, Alertmanager.
 
 The stack is shared with the other modules of tests/stack (see conftest.py): first nothing is done for two
-minutes and no alert may fire; then a follower is frozen with SIGSTOP and must be reported
+minutes and no alert may fire; then a follower-only action named at the leader is refused, a follower (`chaos freeze follower`)
+is frozen with SIGSTOP and must be reported
 unreachable, with its alert firing within the alert's `for:` plus 10 s, and clear after SIGCONT;
-then the leader is killed and a new leader must show in the metrics within 10 s.
+then the leader (`chaos kill leader`) is killed and a new leader must show in the metrics within 10 s.
 """
 from __future__ import annotations
 
 import json
+import re
 import time
 import urllib.parse
 import urllib.request
@@ -28,9 +30,16 @@ def test_quiet_stack_fires_no_alert_for_two_minutes(stack):
 def test_frozen_follower_is_unreachable_and_alerts_then_clears(stack):
     run_dir, state = stack
     leader = await_value("a leader in the metrics", lambda: leader_of(state), 60)
-    follower = next(int(n) for n, spec in state["nodes"].items() if spec["voter"] and int(n) != leader)
-    out = stack_cli(run_dir, "chaos", "freeze", str(follower))
+    followers = sorted(int(n) for n, spec in state["nodes"].items() if spec["voter"] and int(n) != leader)
+    # a follower's action named at the leader is refused, with the followers to choose from
+    refused = stack_cli(run_dir, "chaos", "stall", str(leader))
+    assert refused.returncode == 1
+    assert f"node {leader} is the leader now: choose one of the followers {', '.join(map(str, followers))}" \
+        in refused.stdout, refused.stdout
+    out = stack_cli(run_dir, "chaos", "freeze", "follower")
     assert out.returncode == 0, out.stderr
+    follower = int(re.search(r"node (\d+): stopped with SIGSTOP", out.stdout).group(1))
+    assert follower == followers[0]
     frozen_at = time.monotonic()
     alert = rule("QuorumVoterUnreachable")
     # the issue's bound: firing within the alert's for: plus 10 s of the SIGSTOP
@@ -52,8 +61,9 @@ def test_frozen_follower_is_unreachable_and_alerts_then_clears(stack):
 def test_killed_leader_is_replaced_within_ten_seconds(stack):
     run_dir, state = stack
     old = await_value("a leader in the metrics", lambda: leader_of(state), 60)
-    out = stack_cli(run_dir, "chaos", "kill", str(old))
+    out = stack_cli(run_dir, "chaos", "kill", "leader")
     assert out.returncode == 0, out.stderr
+    assert f"node {old}: killed" in out.stdout, out.stdout
     killed_at = time.monotonic()
     def new_leader():
         leader = leader_of(state)
