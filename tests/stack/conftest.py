@@ -97,6 +97,15 @@ def firing(state, alertname=None):
     return promql(state, f"ALERTS{{{selector}}}")
 
 
+def alert_summaries(state, alertname: str, replica: int) -> list[str]:
+    """The summaries of `alertname`'s firing alerts for one replica, as Prometheus renders them."""
+    with urllib.request.urlopen(f"{state['urls']['prometheus']}/api/v1/alerts", timeout=10) as r:
+        alerts = json.loads(r.read())["data"]["alerts"]
+    return [a["annotations"].get("summary", "") for a in alerts
+            if a["state"] == "firing" and a["labels"].get("alertname") == alertname
+            and a["labels"].get("replica") == str(replica)]
+
+
 def leader_of(state):
     result = promql(state, f'quorum_leader_id{{cluster="{CLUSTER}"}}')
     return int(float(result[0]["value"][1])) if result else None

@@ -15,7 +15,7 @@ import time
 import urllib.parse
 import urllib.request
 
-from .conftest import await_value, firing, leader_of, promql, rule, seconds, stack_cli
+from .conftest import alert_summaries, await_value, firing, leader_of, promql, rule, seconds, stack_cli
 
 
 def test_quiet_stack_fires_no_alert_for_two_minutes(stack):
@@ -49,6 +49,9 @@ def test_frozen_follower_is_unreachable_and_alerts_then_clears(stack):
     print(f"QuorumVoterUnreachable firing {time.monotonic() - frozen_at:.1f} s after SIGSTOP "
           f"(for: {alert['for']})")
     assert promql(state, f'quorum_replica_status{{replica="{follower}",status="unreachable"}} == 1')
+    # the page names the cause: a stopped process sends nothing at all
+    assert alert_summaries(state, "QuorumVoterUnreachable", follower) == \
+        [f"Voter {follower} of cluster local-quorum is unreachable, cause: down"]
     out = stack_cli(run_dir, "chaos", "heal")
     assert out.returncode == 0, out.stderr
     await_value("the follower caught up again",

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from .conftest import (CLUSTER, await_healthy, await_value, chaos, firing, health_events, leader_of, promql, rule,
+from .conftest import (CLUSTER, alert_summaries, await_healthy, await_value, chaos, firing, health_events, leader_of, promql, rule,
                        seconds)
 
 CAUSE_TIMEOUT_S = 45
@@ -55,6 +55,9 @@ def test_a_fault_on_a_voter_gets_its_cause(stack, action, cause):
                                  if a["metric"].get("replica") == str(follower)],
                         seconds(alert["for"]) + 60, 1.0)
             print(f"QuorumVoterStalled firing {time.monotonic() - at:.1f} s after the throttle")
+            # the page names the cause the job found
+            assert alert_summaries(state, "QuorumVoterStalled", follower) == \
+                [f"Voter {follower} of cluster {CLUSTER} fetches but does not catch up, cause: behind"]
     finally:
         chaos(run_dir, "heal")
     if action != "wrong-cluster":  # that node's other "cluster" stays leaderless until the job forgets it
