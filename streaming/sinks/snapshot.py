@@ -10,7 +10,13 @@ Holding verdicts while the whole input is stalled: a quorum evaluated on a timer
 quorum's last input; if nothing at all arrived since (broker down, topic idle), every quorum
 looks silent and none of those verdicts mean anything. Such rows are held: the store keeps the
 last verdict and their events are not published. Comparing the batch timestamps of the last
-input (`last_input_proc_ms`) needs no clock of the driver's own. The events of a held quorum are
+input (`last_input_proc_ms`) needs no clock of the driver's own.
+
+"Since" allows for each quorum's own cadence: a collector polling every 2 s lands a snapshot
+every second or third micro-batch, so when every publisher stops at once its last snapshot can
+be a batch or two older than the others' last records. A silent quorum is held while nothing
+arrived later than its last input plus the longest of its recent gaps between inputs (in batch
+time, as the store saw them); once other input outlasts that, its silence is evidence. The events of a held quorum are
 not dropped: they wait here (at most `MAX_HELD_EVENTS` per quorum, the oldest dropped and counted)
 and are published, flagged `held: true`, in order, as soon as the quorum is no longer held, so a
 consumer of the health topic sees every transition and every closed window.
@@ -18,12 +24,14 @@ consumer of the health topic sees every transition and every closed window.
 from __future__ import annotations
 
 import threading
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from streaming.health.schema import EVENT_KINDS
 
 MAX_HELD_EVENTS = 10_000
+RECENT_GAPS = 8  # gaps between a quorum's inputs kept to judge its cadence
 
 
 @dataclass
@@ -46,6 +54,8 @@ class HealthSnapshot:
         self.quorums: dict[tuple[str, str, int], QuorumView] = {}
         self.last_input_proc_ms = -1  # the latest batch timestamp in which any quorum had input
         self.held_events: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
+        self.last_input_of: dict[tuple[str, str, int], int] = {}  # each quorum's newest last_input_proc_ms
+        self.input_gaps: dict[tuple[str, str, int], deque[int]] = {}  # its recent gaps between inputs
         self._lock = threading.Lock()  # the exporter's HTTP thread reads while a batch writes
 
     def apply(self, rows: Iterable[dict[str, Any]]) -> Applied:
@@ -63,8 +73,9 @@ class HealthSnapshot:
         out = Applied()
         for key, qrows in by_quorum.items():
             qrows.sort(key=lambda r: (r["seq"], r["now_ms"] or 0))
+            self._note_input(key, qrows)
             events = [r for r in qrows if r["kind"] in EVENT_KINDS]
-            if self._held(qrows):
+            if self._held(key, qrows):
                 out.held_quorums += 1
                 held = self.held_events.setdefault(key, [])
                 held.extend({**e, "held": True} for e in events)
@@ -80,9 +91,19 @@ class HealthSnapshot:
                     out.newest_event_ms = max(out.newest_event_ms or 0, r["now_ms"])
         return out
 
-    def _held(self, qrows: list[dict[str, Any]]) -> bool:
+    def _note_input(self, key: tuple[str, str, int], qrows: list[dict[str, Any]]) -> None:
+        newest = max((r["last_input_proc_ms"] for r in qrows if r.get("last_input_proc_ms") is not None), default=None)
+        previous = self.last_input_of.get(key)
+        if newest is None or (previous is not None and newest <= previous):
+            return
+        if previous is not None and previous >= 0:
+            self.input_gaps.setdefault(key, deque(maxlen=RECENT_GAPS)).append(newest - previous)
+        self.last_input_of[key] = newest
+
+    def _held(self, key: tuple[str, str, int], qrows: list[dict[str, Any]]) -> bool:
         last = qrows[-1]
-        return bool(last["silent"]) and last["last_input_proc_ms"] >= self.last_input_proc_ms
+        cadence = max(self.input_gaps.get(key) or (0,))
+        return bool(last["silent"]) and last["last_input_proc_ms"] + cadence >= self.last_input_proc_ms
 
     def _apply_quorum(self, key: tuple[str, str, int], qrows: list[dict[str, Any]]) -> None:
         for r in qrows:
@@ -90,6 +111,8 @@ class HealthSnapshot:
                 view = self.quorums.get(key)
                 if r.get("replica_id") is None:
                     self.quorums.pop(key, None)
+                    self.last_input_of.pop(key, None)
+                    self.input_gaps.pop(key, None)
                 elif view is not None:
                     view.replicas.pop(int(r["replica_id"]), None)
         snapshot_seq = max((r["seq"] for r in qrows if r["kind"] == "quorum"), default=None)

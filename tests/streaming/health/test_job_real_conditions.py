@@ -27,9 +27,10 @@ COLLECTOR_SKEW_MS = 1000
 
 
 class LiveQuorums(threading.Thread):
-    """Publishes three scripted clusters at real-time pace, 100 ms a step."""
+    """Publishes three scripted clusters at real-time pace, 100 ms a step; the collector's
+    snapshots every `poll_every_steps` steps; the faults at `fault_at_s` (None: none)."""
 
-    def __init__(self, bootstrap: str, topic: str):
+    def __init__(self, bootstrap: str, topic: str, poll_every_steps: int = 10, fault_at_s: float | None = FAULT_AT_S):
         super().__init__(daemon=True)
         self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "partitioner": "murmur2_random"})
         # a whole second: the script appends its NoOps on multiples of 500 ms
@@ -41,6 +42,7 @@ class LiveQuorums(threading.Thread):
         self.held_back: list[tuple[float, list[dict]]] = []
         self.last_snapshot_ms = -1  # the collector's stamp of its last successful poll
         self.faulted = False
+        self.poll_every_steps, self.fault_at_s = poll_every_steps, fault_at_s
 
     def send(self, records: list[dict]) -> None:
         for r in records:
@@ -56,7 +58,7 @@ class LiveQuorums(threading.Thread):
             wait = self.t0 / 1000 + step * 0.1 - time.time()
             if wait > 0:
                 time.sleep(wait)
-            if not self.faulted and time.time() - self.t0 / 1000 >= FAULT_AT_S:
+            if not self.faulted and self.fault_at_s is not None and time.time() - self.t0 / 1000 >= self.fault_at_s:
                 self.faulted = True
                 self.skewed.mode[2] = "silent"
                 self.late.mode[3] = "silent"
@@ -66,7 +68,7 @@ class LiveQuorums(threading.Thread):
             while self.held_back and self.held_back[0][0] <= time.time():
                 self.send(self.held_back.pop(0)[1])
             self.polled.step()
-            if step % 10 == 0:
+            if step % self.poll_every_steps == 0:
                 if self.faulted:
                     poll = self.polled.poll_error(collector_skew=COLLECTOR_SKEW_MS)
                 else:
@@ -76,15 +78,14 @@ class LiveQuorums(threading.Thread):
         self.producer.flush(10)
 
 
-def test_skewed_clocks_a_late_partition_and_a_collector_are_judged_right_through_the_job(
-        spark, broker, topic_factory, tmp_path):
-    topic = topic_factory(partitions=2)
+def start_recorded_job(spark, broker, topic: str, tmp_path, trigger_ms: int = TRIGGER_MS):
+    """The job on `topic`, with the transitions it publishes recorded as (wall time, event)."""
     cfg = JobConfig.from_dict({
         "source": {"bootstrap_servers": broker.bootstrap, "topic": topic,
                    "starting_offsets": "earliest"},
-        "job": {"checkpoint_location": str(tmp_path / "checkpoint"), "trigger_interval_ms": TRIGGER_MS},
+        "job": {"checkpoint_location": str(tmp_path / "checkpoint"), "trigger_interval_ms": trigger_ms},
         "dead_letters": {"path": str(tmp_path / "dead")},
-        "health": {"tick_ms": TRIGGER_MS},
+        "health": {"tick_ms": trigger_ms},
         "sink": {"prometheus": {"mode": "off"}}})
     writer = make_batch_writer(cfg.sink, cfg.health)
     seen: list[tuple[float, dict]] = []
@@ -97,6 +98,13 @@ def test_skewed_clocks_a_late_partition_and_a_collector_are_judged_right_through
     writer.snapshot.apply = apply_and_keep
     job = start_job(spark, cfg, writer)
     wait_for(lambda: job.health_query.lastProgress is not None, 120, "the job's first micro-batch")
+    return cfg, job, seen
+
+
+def test_skewed_clocks_a_late_partition_and_a_collector_are_judged_right_through_the_job(
+        spark, broker, topic_factory, tmp_path):
+    topic = topic_factory(partitions=2)
+    cfg, job, seen = start_recorded_job(spark, broker, topic, tmp_path)
     live = LiveQuorums(broker.bootstrap, topic)
     live.start()
 
@@ -137,3 +145,32 @@ def test_skewed_clocks_a_late_partition_and_a_collector_are_judged_right_through
                       ("polled", 1, S.UNKNOWN), ("polled", 2, S.UNKNOWN), ("polled", 3, S.UNKNOWN)}, \
         [(round(w - fault_wall, 1), e["cluster_id"], e.get("replica_id"), e["previous_status"], e["status"],
           e["reason"]) for w, e in seen]
+
+
+def test_every_publisher_stopping_at_once_pages_nothing_with_a_two_second_poller_among_them(
+        spark, broker, topic_factory, tmp_path):
+    """What an outage of the events broker looks like to the job: every publisher stops at the
+    same moment. The quorum seen through a collector polling every 2 s (slower than `quorum
+    collect` allows) has its last snapshot up to two batches before the others' last records;
+    it is held with them, never judged on that silence."""
+    topic = topic_factory(partitions=2)
+    # the job's default trigger: a 2 s poller's snapshot lands in every second micro-batch
+    cfg, job, seen = start_recorded_job(spark, broker, topic, tmp_path, trigger_ms=1000)
+    live = LiveQuorums(broker.bootstrap, topic, poll_every_steps=20, fault_at_s=None)
+    live.start()
+    try:
+        wait_for(lambda: {v.quorum["cluster_id"] for v in job.writer.snapshot.views()} >= {"skewed", "late", "polled"}
+                 and time.time() >= live.t0 / 1000 + 8, 60, "three quorums seen for 8 s")
+        live.stop.set()   # every publisher at once
+        live.join()
+        stopped = time.time()
+        wait_for(lambda: job.writer.monitor.input_stalled(), 60, "the job to see its whole input stalled")
+        # silence well past the thresholds silence is judged by (a leader unheard for the fetch
+        # timeout is lost; a voter unheard for it is unreachable): a verdict from it would be out
+        silence_s = 2 * max(cfg.health.unreachable_after_ms, cfg.health.hw_stall_after_ms,
+                            cfg.health.leader_claim_window_ms) / 1000 + 2
+        wait_for(lambda: time.time() >= stopped + silence_s, silence_s + 10, "the silence to outlast the thresholds")
+    finally:
+        job.stop()
+    assert seen == [], [(round(w - stopped, 1), e["cluster_id"], e.get("replica_id"), e["previous_status"],
+                         e["status"], e["reason"]) for w, e in seen]

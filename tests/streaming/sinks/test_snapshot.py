@@ -57,6 +57,37 @@ def test_silent_verdicts_are_held_when_no_input_at_all_arrived_since():
 
 
 
+def polled_every_two_batches(snap: HealthSnapshot, polled: ScriptedQuorum, nodes: ScriptedQuorum,
+                             until_ms: int) -> None:
+    """A collector's quorum whose snapshots land every second micro-batch, beside a quorum whose
+    nodes publish in every batch; the collector's last snapshot lands a batch before the nodes'."""
+    for proc_ms in range(1000, until_ms + 1, 1000):
+        rows = nodes.rows(1000, proc_ms=proc_ms)
+        if proc_ms % 2000 == 0 and proc_ms < until_ms:
+            rows += polled.rows(2000, proc_ms=proc_ms)
+        snap.apply(rows)
+
+
+def test_a_slower_poller_is_held_too_when_every_publisher_stops_at_once():
+    snap = HealthSnapshot()
+    polled, nodes = ScriptedQuorum("polled"), ScriptedQuorum("nodes")
+    polled_every_two_batches(snap, polled, nodes, until_ms=10_000)   # polled last at 8000, nodes at 10000
+    applied = snap.apply(polled.rows(4000, proc_ms=14_000, silent=True) + nodes.rows(4000, proc_ms=14_000, silent=True))
+    assert applied.held_quorums == 2 and applied.events == []
+    assert {v.quorum["status"] for v in snap.views()} == {S.HEALTHY}
+
+
+def test_a_slower_poller_that_stops_alone_is_judged_once_other_input_outlasts_its_cadence():
+    snap = HealthSnapshot()
+    polled, nodes = ScriptedQuorum("polled"), ScriptedQuorum("nodes")
+    polled_every_two_batches(snap, polled, nodes, until_ms=10_000)
+    for proc_ms in (11_000, 12_000):   # the nodes go on; polled's last input (8000) + its 2000 ms cadence is past
+        snap.apply(nodes.rows(1000, proc_ms=proc_ms))
+    applied = snap.apply(polled.rows(4000, proc_ms=13_000, silent=True) + nodes.rows(1000, proc_ms=13_000))
+    assert applied.held_quorums == 0
+    assert snap.views("polled")[0].quorum["status"] == S.LEADERLESS
+
+
 def test_events_of_a_held_quorum_are_published_late_with_a_flag_not_dropped():
     # A quorum silent, then back: its consumer must see healthy -> leaderless before
     # leaderless -> healthy, and the window that closed in between.
