@@ -382,11 +382,13 @@ class Steps:
 
 
 def step_up(bench: Bench, spark, master: str, stage: str = "job") -> Steps:
-    """Rates from `--start-rate`, x `--factor` a step, until a step is not sustained."""
+    """Rates from `--start-rate` (the input stages: `--ceiling-start-rate`), x `--factor` a step,
+    until a step is not sustained."""
     a = bench.args
     label = master if stage == "job" else f"{master}, {stage} only"
-    print(f"{label}: rates from {a.start_rate:,.0f} events/s, x {a.factor} per step", flush=True)
-    steps, rate = Steps(), a.start_rate
+    start = a.start_rate if stage == "job" else a.ceiling_start_rate or a.start_rate
+    print(f"{label}: rates from {start:,.0f} events/s, x {a.factor} per step", flush=True)
+    steps, rate = Steps(), start
     while rate <= a.max_rate:
         step = bench.step(spark, master, rate, stage)
         steps.first = steps.first or step
@@ -443,6 +445,8 @@ def main() -> None:
     ap.add_argument("--ceiling", nargs="*", choices=CEILING_STAGES, metavar="STAGE",
                     help=f"also the live steps of the job's input stages on local[2]: {', '.join(CEILING_STAGES)} "
                          "(all three when none is named)")
+    ap.add_argument("--ceiling-start-rate", type=float, default=None,
+                    help="events/s of the input stages' first step (default: --start-rate)")
     ap.add_argument("--spark-conf", nargs="*", default=[], metavar="KEY=VALUE", help="extra Spark settings")
     ap.add_argument("--quick", action="store_true", help="30 s steps, 15 s idle runs: a smoke run")
     args = ap.parse_args()

@@ -429,6 +429,7 @@ def _clear_previous_run(run_dir: Path) -> None:
 
 
 def up(args: argparse.Namespace) -> int:
+    started = time.monotonic()
     run_dir = Path(args.run_dir).resolve()
     stack = Stack(run_dir, args)
     if stack.state_file.exists():
@@ -499,7 +500,7 @@ def up(args: argparse.Namespace) -> int:
                                                        addresses["alertmanager"]))
 
         control = _serve_control(stack, stopping)
-        say("ready:")
+        say(f"ready in {time.monotonic() - started:.0f} s:")
         for name, url in stack.urls.items():
             say(f"      {name:13} {url}")
         say(f"      {'logs':13} {run_dir / 'logs'}")
