@@ -45,7 +45,7 @@ def log_only_per_cpu_second(batch: int, records: int) -> float:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--records", type=int, default=20_000, help="records per measurement (default 20000)")
     args = p.parse_args()
     for batch in (1, 100):

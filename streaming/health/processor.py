@@ -17,8 +17,8 @@ processing time since its last input, and everything is re-evaluated. A quorum t
 silent loses its leader and its replicas go `unknown` (not `unreachable`: nobody is alive to
 say they stopped fetching).
 
-Implementation choice, by measurement (`benchmarks/health_processor.py`, local[2] on the shared
-2-core machine, RocksDB state, two micro-batches, best of two alternating rounds after a warm-up):
+Implementation choice, by measurement (local[2] on the shared 2-core machine, RocksDB state, two
+micro-batches, best of two alternating rounds after a warm-up):
 
   2,000 keys x 20 records per key per batch: transformWithState (rows) 4,919 records/s,
                                              transformWithStateInPandas 1,502 (ratio 0.31)

@@ -4,9 +4,8 @@ whole (HTTP PUT).
 One group per job (grouping key: `job` alone). The gateway checks each PUT against every series
 it holds, so a group per cluster cost it in the square of the clusters: a round of 100 cluster
 groups took 1.4 s of its CPU, of 200 groups 7.5 s, more than the 5 s between rounds; the one
-group 0.05 and 0.1 s (benchmarks/pushgateway_rounds.py). The series keep their own
-`cluster` label (the job's health: cluster="_monitor"), so they are the series a group per
-cluster gave. A PUT replaces the group: a replica or cluster gone from the snapshot is gone from
+group 0.05 and 0.1 s. The series keep their own `cluster` label (the job's health:
+cluster="_monitor"), so they are the series a group per cluster gave. A PUT replaces the group: a replica or cluster gone from the snapshot is gone from
 the gateway at the next push.
 
 Upgrading from a group per cluster: the gateway refuses a PUT holding a series another group

@@ -2,8 +2,8 @@
 judged by the health state machine: a healthy quorum gives no verdict at all, and when the
 quorum loses its leader the failed polls give `leaderless`.
 
-The healthy phase lasts QUORUM_COLLECTOR_SOAK_S seconds (45 by default; the README's figure
-comes from QUORUM_COLLECTOR_SOAK_S=600, ten minutes)."""
+The healthy phase lasts QUORUM_COLLECTOR_SOAK_S seconds (45 by default; QUORUM_COLLECTOR_SOAK_S=600
+runs the ten-minute soak docs/deployment.md describes)."""
 from __future__ import annotations
 
 import os

@@ -137,7 +137,7 @@ def test_a_stop_among_batches_that_run_back_to_back_waits_for_the_next_boundary(
     assert "in the middle of a micro-batch" not in caplog.text
     # Not asserted: that no batch was begun and left unfinished. The next batch starts at once
     # when they run back to back, and with a plan this small it can reach its writer before the
-    # stop does (1 run in 7 here); the job's larger plan leaves more room (README).
+    # stop does (1 run in 7 here); the job's larger plan leaves more room.
 
 
 def test_back_to_back_batches_are_seen_between_as_one_reports_its_progress(spark):
