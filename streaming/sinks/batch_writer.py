@@ -32,7 +32,8 @@ class HealthBatchWriter:
                  dead_letter_dir: str | None = None):
         self.sink_cfg, self.health_cfg, self.clock = sink_cfg, health_cfg, clock
         self.monitor = monitor or MonitorMetrics(health_cfg, clock=clock)
-        self.snapshot = HealthSnapshot()
+        # a poller may poll every half of unreachable_after_ms (quorum collect refuses slower)
+        self.snapshot = HealthSnapshot(max_cadence_ms=2 * health_cfg.unreachable_after_ms)
         self.dead_letters: DeadLetterFiles | None = None   # the decoder's rejects
         self.refused: DeadLetterFiles | None = None        # records the state machine refused
         if dead_letter_dir:

@@ -16,7 +16,10 @@ input (`last_input_proc_ms`) needs no clock of the driver's own.
 every second or third micro-batch, so when every publisher stops at once its last snapshot can
 be a batch or two older than the others' last records. A silent quorum is held while nothing
 arrived later than its last input plus the longest of its recent gaps between inputs (in batch
-time, as the store saw them); once other input outlasts that, its silence is evidence. The events of a held quorum are
+time, as the store saw them), at most `max_cadence_ms` (an outage of the quorum's own input is no
+cadence); once other input outlasts that, its silence is evidence. The replica rows a held quorum
+produced are kept and applied with its first rows that are not held: a replica row comes only
+when what it shows changed, so a verdict reached during the hold would otherwise never show. The events of a held quorum are
 not dropped: they wait here (at most `MAX_HELD_EVENTS` per quorum, the oldest dropped and counted)
 and are published, flagged `held: true`, in order, as soon as the quorum is no longer held, so a
 consumer of the health topic sees every transition and every closed window.
@@ -49,13 +52,21 @@ class Applied:
     newest_event_ms: int | None = None  # newest quorum clock among quorums that had input
 
 
+# Twice the default unreachable_after_ms: a collector may poll every half of it, and a batch's
+# timing adds up to a trigger either side.
+DEFAULT_MAX_CADENCE_MS = 4000
+
+
 class HealthSnapshot:
-    def __init__(self) -> None:
+    def __init__(self, max_cadence_ms: int = DEFAULT_MAX_CADENCE_MS) -> None:
+        self.max_cadence_ms = max_cadence_ms
         self.quorums: dict[tuple[str, str, int], QuorumView] = {}
         self.last_input_proc_ms = -1  # the latest batch timestamp in which any quorum had input
         self.held_events: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
         self.last_input_of: dict[tuple[str, str, int], int] = {}  # each quorum's newest last_input_proc_ms
         self.input_gaps: dict[tuple[str, str, int], deque[int]] = {}  # its recent gaps between inputs
+        # replica and forget rows of a held quorum, the newest per (kind, replica), applied once it is not
+        self.held_rows: dict[tuple[str, str, int], dict[tuple[str, Any], dict[str, Any]]] = {}
         self._lock = threading.Lock()  # the exporter's HTTP thread reads while a batch writes
 
     def apply(self, rows: Iterable[dict[str, Any]]) -> Applied:
@@ -76,6 +87,7 @@ class HealthSnapshot:
             self._note_input(key, qrows)
             events = [r for r in qrows if r["kind"] in EVENT_KINDS]
             if self._held(key, qrows):
+                self._keep_held_rows(key, qrows)
                 out.held_quorums += 1
                 held = self.held_events.setdefault(key, [])
                 held.extend({**e, "held": True} for e in events)
@@ -85,7 +97,8 @@ class HealthSnapshot:
                 continue
             out.events.extend(self.held_events.pop(key, []))
             out.events.extend(events)
-            self._apply_quorum(key, qrows)
+            kept = sorted(self.held_rows.pop(key, {}).values(), key=lambda r: r["seq"])
+            self._apply_quorum(key, kept + qrows)
             for r in qrows:
                 if r["kind"] == "quorum" and not r["silent"]:
                     out.newest_event_ms = max(out.newest_event_ms or 0, r["now_ms"])
@@ -100,9 +113,20 @@ class HealthSnapshot:
             self.input_gaps.setdefault(key, deque(maxlen=RECENT_GAPS)).append(newest - previous)
         self.last_input_of[key] = newest
 
+    def _keep_held_rows(self, key: tuple[str, str, int], qrows: list[dict[str, Any]]) -> None:
+        kept = self.held_rows.setdefault(key, {})
+        for r in qrows:
+            if r["kind"] == "forget":
+                rid = r.get("replica_id")
+                for k in [k for k in kept if k[0] == "replica" and (rid is None or k[1] == rid)]:
+                    del kept[k]
+                kept[("forget", rid)] = r
+            elif r["kind"] == "replica":
+                kept[("replica", r["replica_id"])] = r
+
     def _held(self, key: tuple[str, str, int], qrows: list[dict[str, Any]]) -> bool:
         last = qrows[-1]
-        cadence = max(self.input_gaps.get(key) or (0,))
+        cadence = min(max(self.input_gaps.get(key) or (0,)), self.max_cadence_ms)
         return bool(last["silent"]) and last["last_input_proc_ms"] + cadence >= self.last_input_proc_ms
 
     def _apply_quorum(self, key: tuple[str, str, int], qrows: list[dict[str, Any]]) -> None:

@@ -11,14 +11,15 @@ from streaming.health.tracker import QuorumTracker, new_state
 class ScriptedQuorum:
     """A scripted quorum and its tracker; `rows()` runs it a while and returns one batch's rows."""
 
-    def __init__(self, cluster: str, observers=()):
+    def __init__(self, cluster: str, observers=(), run_id: int | None = None):
         self.script = QuorumScript(cluster=cluster, observers=observers)
         self.state = new_state(cluster, TOPIC, 0)
         self.cfg = HealthConfig()
         self.wall_ms = 0  # the job's wall clock: moves with the script, so silence can be felt
+        self.run_id = run_id  # as the job's processor: a replica's row only when what it shows changed
 
     def rows(self, ms: int = 1000, proc_ms: int = 1000, silent: bool = False) -> list[dict[str, Any]]:
-        tracker = QuorumTracker(self.cfg, self.state)
+        tracker = QuorumTracker(self.cfg, self.state, run_id=self.run_id)
         self.wall_ms += ms
         if silent:
             return tracker.evaluate(proc_ms, silent=True, wall_ms=self.wall_ms)

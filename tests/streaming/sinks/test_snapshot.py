@@ -88,6 +88,33 @@ def test_a_slower_poller_that_stops_alone_is_judged_once_other_input_outlasts_it
     assert snap.views("polled")[0].quorum["status"] == S.LEADERLESS
 
 
+def test_an_outage_of_a_quorums_own_input_is_not_taken_for_its_cadence():
+    snap = HealthSnapshot(max_cadence_ms=4000)
+    q, other = ScriptedQuorum("q"), ScriptedQuorum("other")
+    snap.apply(q.rows(1000, proc_ms=1000) + other.rows(1000, proc_ms=1000))
+    for proc_ms in range(2000, 62_000, 1000):      # q's publisher away for a minute
+        snap.apply(other.rows(1000, proc_ms=proc_ms))
+    snap.apply(q.rows(1000, proc_ms=62_000) + other.rows(1000, proc_ms=62_000))   # back: a 61 s gap
+    for proc_ms in range(63_000, 67_000, 1000):     # then q goes silent alone again
+        snap.apply(other.rows(1000, proc_ms=proc_ms))
+    applied = snap.apply(q.rows(5000, proc_ms=67_000, silent=True) + other.rows(1000, proc_ms=67_000))
+    assert applied.held_quorums == 0   # judged after at most max_cadence_ms, not after a minute
+    assert snap.views("q")[0].quorum["status"] == S.LEADERLESS
+
+
+def test_replica_verdicts_reached_while_held_show_once_the_quorum_is_not_held():
+    # as in the job, a replica's row comes only when what it shows changed: during the hold
+    snap = HealthSnapshot()
+    polled, nodes = ScriptedQuorum("polled", run_id=1), ScriptedQuorum("nodes", run_id=1)
+    polled_every_two_batches(snap, polled, nodes, until_ms=10_000)   # polled last at 8000, cadence 2000
+    held = snap.apply(polled.rows(4000, proc_ms=10_000, silent=True) + nodes.rows(1000, proc_ms=10_000))
+    assert held.held_quorums == 1
+    snap.apply(polled.rows(1000, proc_ms=11_000, silent=True) + nodes.rows(1000, proc_ms=11_000))
+    view = snap.views("polled")[0]
+    assert view.quorum["status"] == S.LEADERLESS
+    assert {r["status"] for r in view.replicas.values()} == {S.UNKNOWN}
+
+
 def test_events_of_a_held_quorum_are_published_late_with_a_flag_not_dropped():
     # A quorum silent, then back: its consumer must see healthy -> leaderless before
     # leaderless -> healthy, and the window that closed in between.
