@@ -40,7 +40,7 @@ stamp="$VENV/.installed-$(sha256sum "$ROOT/pyproject.toml" | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   say "installing the project and its dependencies into $VENV (a few minutes the first time)"
   log="$VENV/pip-install.log"
-  { "$VENV/bin/pip" install --upgrade pip && "$VENV/bin/pip" install -e "$ROOT[test]"; } >"$log" 2>&1 \
+  { "$VENV/bin/pip" install --upgrade pip && "$VENV/bin/pip" install -e "$ROOT[test,docs]"; } >"$log" 2>&1 \
     || { tail -n 30 "$log" >&2; echo "pip install failed (full log: $log)" >&2; exit 1; }
   rm -f "$VENV"/.installed-* && touch "$stamp"
 else

@@ -56,6 +56,11 @@ def test_the_shipped_job_config_passes_check_config():
     assert out.returncode == 0, out.stdout + out.stderr
 
 
+def test_incident_picture_script_answers_help():
+    out = run(sys.executable, "deploy/incident_picture.py", "--help", timeout=60)
+    assert out.returncode == 0 and "docs/incident.png" in out.stdout, out.stdout + out.stderr
+
+
 def test_spark_submit_script_answers_help():
     out = run("bash", "deploy/cluster/spark-submit.sh", "--help", timeout=60)
     assert out.returncode == 0 and "--packages" in out.stdout, out.stdout + out.stderr
