@@ -36,7 +36,8 @@ def connector_available(spark) -> bool:
     jvm = spark.sparkContext._jvm
     try:
         # Spark's class loader: jars added with spark.jars are not on the JVM's own class path
-        jvm.java.lang.Class.forName(PROVIDER_CLASS, False, jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader())
+        loader = jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader()
+        jvm.java.lang.Class.forName(PROVIDER_CLASS, False, loader)
         return True
     except Exception:  # Py4J wraps ClassNotFoundException; any failure means "not usable"
         return False
@@ -59,8 +60,9 @@ def open_stream(spark, options: Mapping[str, str]):
 def lost_offsets(source_progress: Mapping) -> int:
     """Offsets a micro-batch planned but did not read: records the topic deleted (retention,
     DeleteRecords) before the job got to them, which the connector skips when failOnDataLoss is
-    false. A partition new to the batch counts from offset 0, where the connector starts it. The events topic is neither compacted nor transactional, so its offsets are dense and
-    every planned offset is a record unless it is gone."""
+    false. A partition new to the batch counts from offset 0, where the connector starts it. The
+    events topic is neither compacted nor transactional, so its offsets are dense and every
+    planned offset is a record unless it is gone."""
     start, end = _offsets(source_progress.get("startOffset")), _offsets(source_progress.get("endOffset"))
     if not start or not end:
         return 0
