@@ -19,10 +19,12 @@ arrived later than its last input plus the longest of its recent gaps between in
 time, as the store saw them), at most `max_cadence_ms` (an outage of the quorum's own input is no
 cadence); once other input outlasts that, its silence is evidence. The replica rows a held quorum
 produced are kept and applied with its first rows that are not held: a replica row comes only
-when what it shows changed, so a verdict reached during the hold would otherwise never show. The events of a held quorum are
-not dropped: they wait here (at most `MAX_HELD_EVENTS` per quorum, the oldest dropped and counted)
-and are published, flagged `held: true`, in order, as soon as the quorum is no longer held, so a
-consumer of the health topic sees every transition and every closed window.
+when what it shows changed, so a verdict reached during the hold would otherwise never show.
+
+The events of a held quorum are not dropped: they wait here (at most `MAX_HELD_EVENTS` per
+quorum, the oldest dropped and counted) and are published, flagged `held: true`, in order, as
+soon as the quorum is no longer held, so a consumer of the health topic sees every transition
+and every closed window.
 """
 from __future__ import annotations
 
