@@ -14,7 +14,7 @@ PYTHON="${PYTHON:-python3}"
   || { echo "Python 3.11 or newer is needed as $PYTHON" >&2; exit 1; }
 command -v java >/dev/null || { echo "Java 17 is needed for Spark (java not on PATH)" >&2; exit 1; }
 
-APT_PACKAGES=(prometheus prometheus-pushgateway prometheus-alertmanager)
+APT_PACKAGES=(prometheus prometheus-pushgateway prometheus-alertmanager iptables)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

@@ -64,6 +64,32 @@ class BrokerError(RuntimeError):
     pass
 
 
+def java_command(heap: str, log4j: Path) -> list[str]:
+    """The JVM and its options for one Kafka process (a node or StorageTool), Kafka's jars on the
+    class path, its log set up by `log4j` (a file holding LOG4J2_PROPERTIES)."""
+    return [jvm.java(), f"-Xmx{heap}", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={log4j}", "-cp", jvm.classpath(jvm.KAFKA)]
+
+
+def write_properties(path: Path, properties: dict[str, str]) -> Path:
+    path.write_text("".join(f"{k}={v}\n" for k, v in properties.items()))
+    return path
+
+
+def terminate(proc: subprocess.Popen | None, timeout_s: float) -> None:
+    """SIGTERM (Kafka shuts down in order), SIGKILL after `timeout_s`; a stopped (SIGSTOP) process
+    is continued first, or it would never see the SIGTERM."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGCONT)
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def random_cluster_id() -> str:
     """A cluster id in Kafka's form: a random UUID, base64url without padding."""
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
@@ -144,16 +170,13 @@ class KafkaBroker:
         return self
 
     def _launch(self, timeout_s: float) -> None:
-        classpath = jvm.classpath(jvm.KAFKA)
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        config = self.data_dir / "server.properties"
-        config.write_text("".join(f"{k}={v}\n" for k, v in self.server_properties().items()))
+        config = write_properties(self.data_dir / "server.properties", self.server_properties())
         log4j = self.data_dir / "log4j2.properties"
         log4j.write_text(LOG4J2_PROPERTIES)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log_file = open(self.log_path, "ab")
-        base = [jvm.java(), f"-Xmx{self.heap}", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
-                "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={log4j}", "-cp", classpath]
+        base = java_command(self.heap, log4j)
         # format once: a data directory that holds a node already keeps it
         if not (self.data_dir / "data" / "meta.properties").exists():
             fmt = subprocess.run(base + ["kafka.tools.StorageTool", "format", "--standalone",
@@ -194,13 +217,7 @@ class KafkaBroker:
         """SIGTERM (Kafka shuts down in order), SIGKILL after `timeout_s`; then the temporary
         directory, if this object made it, is removed unless `keep_files`."""
         proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        terminate(proc, timeout_s)
         self._close_log()
         if self._own_dir and not keep_files:
             shutil.rmtree(self.data_dir, ignore_errors=True)

@@ -1,5 +1,5 @@
-"""`quorum describe` against a real Apache Kafka KRaft quorum (the session's broker+controller
-node) prints what Kafka's own `kafka-metadata-quorum describe` prints, row for row and column
+"""`quorum describe` against real Apache Kafka KRaft quorums (the session's broker+controller
+node, and the session's cluster of three controllers and a broker) prints what Kafka's own `kafka-metadata-quorum describe` prints, row for row and column
 for column; values that move between the two calls (the high watermark and log end offsets grow
 with Kafka's NoOps every 500 ms, timestamps with the clock) within a stated tolerance."""
 from __future__ import annotations
@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from kafka_tools import metadata_quorum
 
 QUORUM = [str(Path(sys.executable).parent / "quorum"), "describe"]
@@ -16,6 +18,12 @@ QUORUM = [str(Path(sys.executable).parent / "quorum"), "describe"]
 # the two calls are a JVM start (~2 s here) apart
 OFFSET_TOLERANCE = 20
 TIME_TOLERANCE_MS = 10_000
+
+
+@pytest.fixture(params=["broker", "kafka_cluster"])
+def kafka(request):
+    """A real Kafka to describe: one combined node, or three controllers and a broker."""
+    return request.getfixturevalue(request.param)
 
 
 def ours(bootstrap: str, *args: str) -> str:
@@ -32,9 +40,9 @@ def table(text: str) -> list[list[str]]:
     return [line.split() for line in text.strip().splitlines()]
 
 
-def test_status_matches_kafkas_tool(broker):
-    theirs = status_fields(metadata_quorum(broker.bootstrap, "--status"))
-    mine = status_fields(ours(broker.bootstrap, "--status"))
+def test_status_matches_kafkas_tool(kafka):
+    theirs = status_fields(metadata_quorum(kafka.bootstrap, "--status"))
+    mine = status_fields(ours(kafka.bootstrap, "--status"))
     print("kafka-metadata-quorum:", theirs, "\nquorum describe:", mine)
     assert mine.keys() == theirs.keys()
     for key in ("ClusterId", "LeaderId", "LeaderEpoch", "MaxFollowerLag", "MaxFollowerLagTimeMs",
@@ -43,10 +51,10 @@ def test_status_matches_kafkas_tool(broker):
     assert 0 <= int(mine["HighWatermark"]) - int(theirs["HighWatermark"]) <= OFFSET_TOLERANCE
 
 
-def test_replication_matches_kafkas_tool(broker):
+def test_replication_matches_kafkas_tool(kafka):
     before_ms = int(time.time() * 1000)
-    theirs = table(metadata_quorum(broker.bootstrap, "--replication"))
-    mine = table(ours(broker.bootstrap, "--replication"))
+    theirs = table(metadata_quorum(kafka.bootstrap, "--replication"))
+    mine = table(ours(kafka.bootstrap, "--replication"))
     print("kafka-metadata-quorum:", theirs, "\nquorum describe:", mine)
     assert mine[0] == theirs[0]   # the header
     header = theirs[0]

@@ -1,0 +1,102 @@
+"""The collector's view of the session's real KRaft cluster, judged live: `quorum collect`'s poll
+loop (its QuorumPoller and record_of, at the documented 1 s interval) on a thread, each record
+encoded and decoded by the event contract and folded at once into the job's health state machine
+(streaming.health.tracker), as a 1 s trigger would see it. Tests fault the cluster and await
+verdicts with deadlines; every verdict carries the wall time it was reached."""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Callable
+
+import pytest
+
+from quorum import events
+from quorum.collector import QuorumPoller, record_of
+from streaming.health.config import HealthConfig
+from streaming.health.tracker import QuorumTracker, new_state
+
+INTERVAL_MS = 1000  # quorum collect's default, the interval docs/deployment.md documents
+
+
+class Watch:
+    def __init__(self, cluster, interval_ms: int = INTERVAL_MS, cfg: HealthConfig | None = None):
+        self.cluster = cluster
+        self.interval_ms = interval_ms
+        self.cfg = cfg or HealthConfig()
+        self.poller = QuorumPoller(cluster.bootstrap, timeout_ms=interval_ms, want_cluster_id=False)
+        self.state = new_state(cluster.cluster_id, "__cluster_metadata", 0)
+        self.records: list[dict[str, Any]] = []
+        self.rows: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="collector-watch", daemon=True)
+
+    def start(self) -> "Watch":
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        self.poller.close()
+
+    def _run(self) -> None:
+        next_poll = time.monotonic()
+        while not self._stop.is_set():
+            self._stop.wait(max(0.0, next_poll - time.monotonic()))
+            next_poll = max(next_poll + self.interval_ms / 1000, time.monotonic())
+            outcome = self.poller.poll()
+            now_ms = int(time.time() * 1000)
+            record = record_of(outcome, self.cluster.cluster_id, self.cluster.bootstrap, now_ms, self.interval_ms)
+            rec = events.to_dict(events.decode(events.encode(record)))
+            with self._lock:
+                rec["_offset"] = len(self.records)
+                self.records.append(rec)
+                tracker = QuorumTracker(self.cfg, self.state)
+                tracker.apply_all([rec])
+                for row in tracker.evaluate(None):
+                    self.rows.append({**row, "wall_ms": now_ms})
+
+    # --- reading the verdicts ---------------------------------------------------------------------
+
+    def mark(self) -> int:
+        """A position in the verdicts: what came after it is what a fault caused."""
+        with self._lock:
+            return len(self.rows)
+
+    def since(self, mark: int, kind: str = "transition") -> list[dict[str, Any]]:
+        with self._lock:
+            return [r for r in self.rows[mark:] if r["kind"] == kind]
+
+    def await_row(self, mark: int, match: Callable[[dict[str, Any]], bool], timeout_s: float, what: str,
+                  kind: str = "transition") -> dict[str, Any]:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            found = [r for r in self.since(mark, kind) if match(r)]
+            if found:
+                return found[0]
+            time.sleep(0.1)
+        raise AssertionError(f"no {what} within {timeout_s:.0f} s; {kind} rows since: {self.since(mark, kind)}")
+
+    def await_replica(self, mark: int, replica_id: int, status: str, timeout_s: float) -> dict[str, Any]:
+        return self.await_row(mark, lambda r: r.get("replica_id") == replica_id and r["status"] == status,
+                              timeout_s, f"replica {replica_id} {status}")
+
+    def await_quorum(self, mark: int, status: str, timeout_s: float) -> dict[str, Any]:
+        return self.await_row(mark, lambda r: r.get("replica_id") is None and r["status"] == status,
+                              timeout_s, f"quorum {status}")
+
+    def latest(self, kind: str, replica_id: int | None = None) -> dict[str, Any] | None:
+        with self._lock:
+            rows = [r for r in self.rows if r["kind"] == kind and r.get("replica_id") == replica_id]
+        return rows[-1] if rows else None
+
+
+@pytest.fixture
+def watch(kafka_cluster):
+    """A watch on a healthy cluster: every node running and fetching before the test's fault."""
+    kafka_cluster.wait_for(kafka_cluster.every_replica_fetching, 60, "every replica fetching")
+    w = Watch(kafka_cluster).start()
+    yield w
+    w.close()

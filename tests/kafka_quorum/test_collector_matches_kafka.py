@@ -1,0 +1,68 @@
+"""`quorum collect`'s snapshot of a real KRaft quorum (three controllers, a broker) says what
+Kafka's own `kafka-metadata-quorum describe --status --replication` says, asked in the same
+breath: leader, epoch, high watermark, voters and observers with their directory ids, log end
+offsets and timestamps (values that move between the calls within a stated tolerance: the
+leader appends a NoOp every 500 ms, and Kafka's tool starts a JVM, ~2 s here)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import uuid
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+from kafka_tools import metadata_quorum
+from quorum import events
+
+OFFSET_TOLERANCE = 20
+TIME_TOLERANCE_MS = 10_000
+
+
+def collect_once(cluster, events_bootstrap: str, topic: str) -> dict:
+    out = subprocess.run([sys.executable, "-m", "quorum.cli", "collect", "--bootstrap-server", cluster.bootstrap,
+                          "--events-bootstrap-server", events_bootstrap, "--events-topic", topic, "--count", "1"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    consumer = Consumer({"bootstrap.servers": events_bootstrap, "group.id": f"t-{uuid.uuid4().hex[:6]}"})
+    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is not None and not msg.error():
+                return events.to_dict(events.decode(msg.value()))
+    finally:
+        consumer.close()
+    raise AssertionError("the collector's record never arrived")
+
+
+def test_the_collectors_snapshot_says_what_kafkas_tool_says(kafka_cluster, broker, topic_factory):
+    kafka_cluster.wait_for(kafka_cluster.every_replica_fetching, 60, "every replica fetching")
+    snap = collect_once(kafka_cluster, broker.bootstrap, topic_factory(1))
+    status = dict(line.split(":", 1) for line in metadata_quorum(kafka_cluster.bootstrap, "--status").splitlines()
+                  if ":" in line)
+    status = {k.strip(): v.strip() for k, v in status.items()}
+    table = [line.split() for line in metadata_quorum(kafka_cluster.bootstrap, "--replication").splitlines() if line]
+    rows = {int(r[0]): dict(zip(table[0], r)) for r in table[1:]}
+    print("collector:", json.dumps(snap), "\nkafka-metadata-quorum:", status, rows)
+
+    assert snap["type"] == "quorum_snapshot" and snap["cluster_id"] == status["ClusterId"]
+    assert snap["leader_id"] == int(status["LeaderId"]) and snap["leader_epoch"] == int(status["LeaderEpoch"])
+    assert 0 <= int(status["HighWatermark"]) - snap["high_watermark"] <= OFFSET_TOLERANCE
+    theirs_voters = {v["id"]: v["directoryId"] for v in json.loads(status["CurrentVoters"])}
+    theirs_observers = {o["id"]: o["directoryId"] for o in json.loads(status["CurrentObservers"])}
+    assert {v["replica_id"]: v["directory_id"] for v in snap["voters"]} == theirs_voters
+    assert {o["replica_id"]: o["directory_id"] for o in snap["observers"]} == theirs_observers
+    assert set(theirs_voters) == set(kafka_cluster.controller_ids())
+    assert set(theirs_observers) == set(kafka_cluster.broker_ids())
+    for replica in snap["voters"] + snap["observers"]:
+        row = rows[replica["replica_id"]]
+        assert row["DirectoryId"] == replica["directory_id"]
+        assert row["Status"] == ("Leader" if replica["replica_id"] == snap["leader_id"]
+                                 else "Follower" if replica["replica_id"] in theirs_voters else "Observer")
+        assert 0 <= int(row["LogEndOffset"]) - replica["log_end_offset"] <= OFFSET_TOLERANCE
+        for column, field in (("LastFetchTimestamp", "last_fetch_timestamp_ms"),
+                              ("LastCaughtUpTimestamp", "last_caught_up_timestamp_ms")):
+            assert 0 <= int(row[column]) - replica[field] <= TIME_TOLERANCE_MS, (column, row, replica)

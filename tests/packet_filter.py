@@ -1,0 +1,55 @@
+"""Real network cuts between the nodes of a test cluster on loopback: kernel packet-filter rules
+(iptables, installed by deploy/setup.sh) in a chain of the test's own, hooked into OUTPUT, which
+all loopback traffic passes. A node's own traffic is told apart by its cgroup (the cluster starts
+each node in one: KafkaCluster's `cgroup_parent`), since every node sends from 127.0.0.1.
+
+Needs root, as the set-up does. Only the cluster's own loopback ports are ever named."""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+
+def cgroup2_root() -> Path:
+    """Where the unified (v2) cgroup hierarchy is mounted: iptables' cgroup match names paths in it."""
+    for line in Path("/proc/mounts").read_text().splitlines():
+        _, mount_point, fs_type, *_ = line.split()
+        if fs_type == "cgroup2":
+            return Path(mount_point)
+    raise RuntimeError("no cgroup2 hierarchy is mounted: the network-cut tests need one (and root)")
+
+
+def iptables(*args: str) -> None:
+    out = subprocess.run(["iptables", "-w", *args], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"iptables {' '.join(args)}: {out.stderr.strip()}")
+
+
+class PacketFilter:
+    """Cuts one node of a KafkaCluster off from the controllers while its process runs; heals."""
+
+    def __init__(self, cluster):
+        self.cluster = cluster
+        self.chain = f"QUORUM-TEST-{os.getpid()}"
+        self.root = cgroup2_root()
+        iptables("-N", self.chain)
+        iptables("-I", "OUTPUT", "-j", self.chain)
+
+    def cut(self, node_id: int) -> None:
+        """Drop every packet into the node's listener, and every packet the node sends to the
+        other controllers' listeners; everything else (the node's other ports) still flows."""
+        node = self.cluster.nodes[node_id]
+        iptables("-A", self.chain, "-p", "tcp", "--dport", str(node.port), "-j", "DROP")
+        peers = [str(self.cluster.nodes[i].port) for i in self.cluster.controller_ids() if i != node_id]
+        cgroup = str(self.cluster.cgroup_of(node_id).relative_to(self.root))
+        iptables("-A", self.chain, "-m", "cgroup", "--path", cgroup, "-p", "tcp", "-m", "multiport",
+                 "--dports", ",".join(peers), "-j", "DROP")
+
+    def heal(self) -> None:
+        iptables("-F", self.chain)
+
+    def close(self) -> None:
+        iptables("-D", "OUTPUT", "-j", self.chain)
+        iptables("-F", self.chain)
+        iptables("-X", self.chain)
