@@ -53,7 +53,7 @@ JVM_DIR="${QUORUM_JVM_DIR:-$ROOT/.jvm}"
 manifest="$ROOT/deploy/jvm/pom.xml"
 jvm_stamp="$(sha256sum "$manifest" | cut -c1-16)"
 command -v mvn >/dev/null || { echo "Maven is needed to fetch the JVM parts (mvn not on PATH)" >&2; exit 1; }
-for profile in kafka spark-kafka; do
+for profile in kafka spark-kafka jmx-exporter; do
   dir="$JVM_DIR/$profile"
   if [ -f "$dir/.fetched-$jvm_stamp" ]; then
     say "JVM parts present: $profile ($(ls "$dir" | grep -c '\.jar$') jars in $dir)"

@@ -12,6 +12,10 @@ connection_refused), so a leaderless or unreachable quorum is seen as one, never
 A poll is abandoned after --timeout-ms (default: the interval), so a hanging cluster still
 gives a record every interval.
 
+With --node-metrics ID=URL for each node, every poll also reads each node's own view of the
+quorum from its Prometheus JMX exporter endpoint (quorum.kafka_node_metrics) and publishes it as
+that node's `metrics` record; an endpoint that does not answer gives no record.
+
 The interval is checked against the streaming job's `health.unreachable_after_ms`
 (--unreachable-after-ms): at least two polls must fall within it, or the collector refuses
 to start (exit code 2), naming the numbers.
@@ -34,6 +38,7 @@ from typing import Any
 
 from quorum import events
 from quorum.describe_tool import DescribeError, QuorumInfo, kafka_error_name, quorum_info
+from quorum.kafka_node_metrics import NodeMetricsReader, parse_endpoint
 from quorum.poll_interval import check_poll_interval
 
 log = logging.getLogger(__name__)
@@ -292,7 +297,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="client properties (security.protocol, sasl.*) for the watched cluster")
     parser.add_argument("--events-command-config", metavar="FILE",
                         help="client properties for the events topic's Kafka")
+    parser.add_argument("--node-metrics", action="append", default=[], metavar="NODE_ID=URL", type=_endpoint,
+                        help="a Kafka node's Prometheus JMX exporter endpoint (rules: deploy/kafka-jmx-exporter.yml), "
+                             "read at every poll and published as that node's `metrics` record; repeat for each "
+                             "controller. With the nodes' own view the job tells a cut-off voter (partitioned) "
+                             "from a dead one (down)")
     parser.add_argument("--count", type=int, default=0, help="stop after this many polls (default: run forever)")
+
+
+def _endpoint(text: str) -> tuple[int, str]:
+    try:
+        return parse_endpoint(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def check_arguments(args: argparse.Namespace) -> str | None:
@@ -331,6 +348,9 @@ def run(args: argparse.Namespace) -> int:
                                client_id="quorum-collector").start()
     poller = QuorumPoller(args.bootstrap_server, timeout_ms=timeout_ms, client_config=watched_cfg,
                           want_cluster_id=not args.cluster_id)
+    node_metrics = NodeMetricsReader(dict(args.node_metrics), timeout_ms) if args.node_metrics else None
+    voters: tuple[int, ...] = ()  # the voter set of the last answer, stamped on the nodes' metrics
+    silent_nodes: set[int] = set()
     stop: list[int] = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     cluster_id = args.cluster_id
@@ -345,6 +365,7 @@ def run(args: argparse.Namespace) -> int:
             time.sleep(max(0.0, next_poll - time.monotonic()))
             # fixed cadence; a late poll is not followed by a burst of catch-up polls
             next_poll = max(next_poll + args.interval_ms / 1000, time.monotonic())
+            scrapes = node_metrics.begin() if node_metrics else None
             outcome = poller.poll()
             polls += 1
             if outcome.cluster_id and not cluster_id:
@@ -359,12 +380,25 @@ def run(args: argparse.Namespace) -> int:
             last_error = None if outcome.info is not None else outcome.error
             if not cluster_id:
                 continue  # nothing to key the record by yet: logged above, and --cluster-id avoids it
-            publisher.publish(record_of(outcome, cluster_id, args.bootstrap_server, int(time.time() * 1000),
-                                        args.interval_ms))
+            now_ms = int(time.time() * 1000)
+            publisher.publish(record_of(outcome, cluster_id, args.bootstrap_server, now_ms, args.interval_ms))
+            if outcome.info is not None:
+                voters = tuple(v.replica_id for v in outcome.info.voters)
+            if scrapes is not None:
+                records, errors = node_metrics.finish(scrapes, cluster_id, voters, now_ms)
+                for record in records:
+                    publisher.publish(record)
+                for node in set(errors) - silent_nodes:
+                    log.warning("node %d's metrics endpoint: %s", node, errors[node])
+                for node in silent_nodes - set(errors):
+                    log.info("node %d's metrics endpoint answers again", node)
+                silent_nodes = set(errors)
     except KeyboardInterrupt:
         pass
     finally:
         poller.close()
+        if node_metrics:
+            node_metrics.close()
         publisher.close()
     if publisher.dropped_total:
         log.warning("%d record(s) could not be published", publisher.dropped_total)

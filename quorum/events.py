@@ -26,7 +26,7 @@ VERSION = 1
 SUPPORTED_VERSIONS = frozenset({1})
 
 ROLES = ("voter", "observer")
-NODE_STATES = ("leader", "follower", "candidate", "voted", "unattached", "resigned", "observer")
+NODE_STATES = ("leader", "follower", "candidate", "prospective", "voted", "unattached", "resigned", "observer")
 # What the leader did with a Fetch: `valid` ones move the KIP-836 timestamps.
 FETCH_OUTCOMES = (
     "valid",                    # offset and epoch consistent with the leader's log

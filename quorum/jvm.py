@@ -15,6 +15,7 @@ REPOSITORY = Path(__file__).resolve().parents[1]
 MANIFEST = REPOSITORY / "deploy" / "jvm" / "pom.xml"
 KAFKA = "kafka"
 SPARK_KAFKA = "spark-kafka"
+JMX_EXPORTER = "jmx-exporter"
 
 
 class JvmPartsMissing(RuntimeError):

@@ -28,12 +28,14 @@ from pathlib import Path
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
+from quorum import jvm
 from quorum.describe_tool import QuorumInfo, fetch_quorum, quorum_info
 from quorum.kafka_broker import (LOG4J2_PROPERTIES, SINGLE_NODE_SETTINGS, BrokerError, java_command,
                                  random_cluster_id, terminate, write_properties)
 from quorum.loopback_ports import free_port
 
 DEFAULT_START_TIMEOUT_S = 120.0
+JMX_EXPORTER_RULES = jvm.REPOSITORY / "deploy" / "kafka-jmx-exporter.yml"
 CONTROLLER_HEAP = "256m"
 BROKER_HEAP = "512m"
 
@@ -47,6 +49,11 @@ def random_directory_id() -> str:
             return text
 
 
+def jmx_exporter_agent(host: str, port: int) -> str:
+    """The JVM option that attaches the JMX exporter, with the project's Kafka rules."""
+    return f"-javaagent:{jvm.jars(jvm.JMX_EXPORTER)[0]}={host}:{port}:{JMX_EXPORTER_RULES}"
+
+
 @dataclass
 class KafkaNode:
     """One process of the cluster: a controller or a broker."""
@@ -55,6 +62,7 @@ class KafkaNode:
     port: int
     data_dir: Path
     directory_id: str = field(default_factory=random_directory_id)
+    metrics_port: int | None = None  # the JMX exporter agent's HTTP port, when attached
     proc: subprocess.Popen | None = None
     log_file: object = None
 
@@ -76,8 +84,11 @@ class KafkaCluster:
     def __init__(self, controllers: int = 3, brokers: int = 1, base_dir: str | os.PathLike | None = None,
                  host: str = "127.0.0.1", cluster_id: str | None = None, cgroup_parent: Path | None = None,
                  controller_heap: str = CONTROLLER_HEAP, broker_heap: str = BROKER_HEAP,
-                 settings: dict[str, str] | None = None):
+                 settings: dict[str, str] | None = None, jmx_exporter: bool = False):
+        """`jmx_exporter`: attach the Prometheus JMX exporter agent to every node, serving
+        Kafka's metrics (raft-metrics among them) at `metrics_url(node_id)`."""
         self.host = host
+        self.jmx_exporter = jmx_exporter
         self.cluster_id = cluster_id or random_cluster_id()
         self._own_dir = base_dir is None
         self.base_dir = Path(base_dir) if base_dir else Path(tempfile.mkdtemp(prefix="kafka-cluster-"))
@@ -92,7 +103,8 @@ class KafkaCluster:
         self.initial_controllers = self.controller_ids()
 
     def _add_node(self, node_id: int, role: str) -> KafkaNode:
-        node = KafkaNode(node_id, role, free_port(self.host), self.base_dir / f"{role}-{node_id}")
+        node = KafkaNode(node_id, role, free_port(self.host), self.base_dir / f"{role}-{node_id}",
+                         metrics_port=free_port(self.host) if self.jmx_exporter else None)
         self.nodes[node_id] = node
         return node
 
@@ -106,6 +118,9 @@ class KafkaCluster:
 
     def endpoint(self, node_id: int) -> str:
         return f"{self.host}:{self.nodes[node_id].port}"
+
+    def metrics_url(self, node_id: int) -> str:
+        return f"http://{self.host}:{self.nodes[node_id].metrics_port}/metrics"
 
     @property
     def bootstrap(self) -> str:
@@ -185,8 +200,9 @@ class KafkaCluster:
             if cgroup is not None:
                 (cgroup / "cgroup.procs").write_text(str(os.getpid()))
 
+        agent = [jmx_exporter_agent(self.host, node.metrics_port)] if node.metrics_port else []
         node.proc = subprocess.Popen(java_command(self.heap[node.role], node.data_dir / "log4j2.properties")
-                                     + ["kafka.Kafka", str(node.data_dir / "server.properties")],
+                                     + agent + ["kafka.Kafka", str(node.data_dir / "server.properties")],
                                      stdout=node.log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      start_new_session=True, preexec_fn=join_cgroup)
 

@@ -19,11 +19,13 @@ def broker(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def kafka_cluster(tmp_path_factory):
-    """Three controllers and a broker, each node in a cgroup of its own (for tests/packet_filter.py).
+    """Three controllers and a broker, each node in a cgroup of its own (for tests/packet_filter.py)
+    and serving its metrics through the Prometheus JMX exporter agent.
     Tests that fault it leave it as they found it: every node running, every voter fetching."""
     from packet_filter import cgroup2_root
     cgroups = cgroup2_root() / f"quorum-test-{os.getpid()}"
-    with KafkaCluster(base_dir=tmp_path_factory.mktemp("kafka-cluster"), cgroup_parent=cgroups) as cluster:
+    with KafkaCluster(base_dir=tmp_path_factory.mktemp("kafka-cluster"), cgroup_parent=cgroups,
+                      jmx_exporter=True) as cluster:
         yield cluster
     cgroups.rmdir()
 

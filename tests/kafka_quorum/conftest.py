@@ -13,6 +13,7 @@ import pytest
 
 from quorum import events
 from quorum.collector import QuorumPoller, record_of
+from quorum.kafka_node_metrics import NodeMetricsReader
 from streaming.health.config import HealthConfig
 from streaming.health.tracker import QuorumTracker, new_state
 
@@ -20,8 +21,14 @@ INTERVAL_MS = 1000  # quorum collect's default, the interval docs/deployment.md 
 
 
 class Watch:
-    def __init__(self, cluster, interval_ms: int = INTERVAL_MS, cfg: HealthConfig | None = None):
+    def __init__(self, cluster, interval_ms: int = INTERVAL_MS, cfg: HealthConfig | None = None,
+                 node_metrics: bool = False):
+        """`node_metrics`: also read every node's JMX exporter endpoint, as `quorum collect
+        --node-metrics` does, and fold each node's `metrics` record in with the poll's."""
         self.cluster = cluster
+        self.node_metrics = NodeMetricsReader({i: cluster.metrics_url(i) for i in cluster.nodes}, interval_ms) \
+            if node_metrics else None
+        self.voters: tuple[int, ...] = ()
         self.interval_ms = interval_ms
         self.cfg = cfg or HealthConfig()
         self.poller = QuorumPoller(cluster.bootstrap, timeout_ms=interval_ms, want_cluster_id=False)
@@ -40,21 +47,29 @@ class Watch:
         self._stop.set()
         self._thread.join(10)
         self.poller.close()
+        if self.node_metrics:
+            self.node_metrics.close()
 
     def _run(self) -> None:
         next_poll = time.monotonic()
         while not self._stop.is_set():
             self._stop.wait(max(0.0, next_poll - time.monotonic()))
             next_poll = max(next_poll + self.interval_ms / 1000, time.monotonic())
+            scrapes = self.node_metrics.begin() if self.node_metrics else None
             outcome = self.poller.poll()
             now_ms = int(time.time() * 1000)
-            record = record_of(outcome, self.cluster.cluster_id, self.cluster.bootstrap, now_ms, self.interval_ms)
-            rec = events.to_dict(events.decode(events.encode(record)))
+            records = [record_of(outcome, self.cluster.cluster_id, self.cluster.bootstrap, now_ms, self.interval_ms)]
+            if outcome.info is not None:
+                self.voters = tuple(v.replica_id for v in outcome.info.voters)
+            if scrapes is not None:
+                records += self.node_metrics.finish(scrapes, self.cluster.cluster_id, self.voters, now_ms)[0]
+            batch = [events.to_dict(events.decode(events.encode(r))) for r in records]
             with self._lock:
-                rec["_offset"] = len(self.records)
-                self.records.append(rec)
+                for rec in batch:
+                    rec["_offset"] = len(self.records)
+                    self.records.append(rec)
                 tracker = QuorumTracker(self.cfg, self.state)
-                tracker.apply_all([rec])
+                tracker.apply_all(batch)
                 for row in tracker.evaluate(None):
                     self.rows.append({**row, "wall_ms": now_ms})
 
@@ -77,7 +92,9 @@ class Watch:
             if found:
                 return found[0]
             time.sleep(0.1)
-        raise AssertionError(f"no {what} within {timeout_s:.0f} s; {kind} rows since: {self.since(mark, kind)}")
+        rows = [{k: r.get(k) for k in ("replica_id", "status", "cause", "reason", "wall_ms")}
+                for r in self.since(mark, kind)][-12:]
+        raise AssertionError(f"no {what} within {timeout_s:.0f} s; the last {kind} rows: {rows}")
 
     def await_replica(self, mark: int, replica_id: int, status: str, timeout_s: float) -> dict[str, Any]:
         return self.await_row(mark, lambda r: r.get("replica_id") == replica_id and r["status"] == status,
@@ -93,10 +110,20 @@ class Watch:
         return rows[-1] if rows else None
 
 
-@pytest.fixture
-def watch(kafka_cluster):
-    """A watch on a healthy cluster: every node running and fetching before the test's fault."""
-    kafka_cluster.wait_for(kafka_cluster.every_replica_fetching, 60, "every replica fetching")
-    w = Watch(kafka_cluster).start()
+def _watch(cluster, node_metrics: bool):
+    cluster.wait_for(cluster.every_replica_fetching, 60, "every replica fetching")
+    w = Watch(cluster, node_metrics=node_metrics).start()
     yield w
     w.close()
+
+
+@pytest.fixture
+def watch(kafka_cluster):
+    """DescribeQuorum alone, on a healthy cluster: every node running and fetching before the fault."""
+    yield from _watch(kafka_cluster, node_metrics=False)
+
+
+@pytest.fixture
+def watch_with_nodes(kafka_cluster):
+    """DescribeQuorum and every node's own view (its JMX exporter endpoint), on a healthy cluster."""
+    yield from _watch(kafka_cluster, node_metrics=True)

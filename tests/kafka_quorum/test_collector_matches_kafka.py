@@ -20,27 +20,30 @@ OFFSET_TOLERANCE = 20
 TIME_TOLERANCE_MS = 10_000
 
 
-def collect_once(cluster, events_bootstrap: str, topic: str) -> dict:
+def collect_once(cluster, events_bootstrap: str, topic: str, *options: str, records: int = 1) -> list[dict]:
+    """One poll of `quorum collect`; the records it published."""
     out = subprocess.run([sys.executable, "-m", "quorum.cli", "collect", "--bootstrap-server", cluster.bootstrap,
-                          "--events-bootstrap-server", events_bootstrap, "--events-topic", topic, "--count", "1"],
-                         capture_output=True, text=True, timeout=60)
+                          "--events-bootstrap-server", events_bootstrap, "--events-topic", topic, "--count", "1",
+                          *options], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     consumer = Consumer({"bootstrap.servers": events_bootstrap, "group.id": f"t-{uuid.uuid4().hex[:6]}"})
     consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    got: list[dict] = []
     try:
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
+        while len(got) < records and time.monotonic() < deadline:
             msg = consumer.poll(0.2)
             if msg is not None and not msg.error():
-                return events.to_dict(events.decode(msg.value()))
+                got.append(events.to_dict(events.decode(msg.value())))
     finally:
         consumer.close()
-    raise AssertionError("the collector's record never arrived")
+    assert len(got) == records, (got, out.stderr)
+    return got
 
 
 def test_the_collectors_snapshot_says_what_kafkas_tool_says(kafka_cluster, broker, topic_factory):
     kafka_cluster.wait_for(kafka_cluster.every_replica_fetching, 60, "every replica fetching")
-    snap = collect_once(kafka_cluster, broker.bootstrap, topic_factory(1))
+    [snap] = collect_once(kafka_cluster, broker.bootstrap, topic_factory(1))
     status = dict(line.split(":", 1) for line in metadata_quorum(kafka_cluster.bootstrap, "--status").splitlines()
                   if ":" in line)
     status = {k.strip(): v.strip() for k, v in status.items()}
@@ -66,3 +69,24 @@ def test_the_collectors_snapshot_says_what_kafkas_tool_says(kafka_cluster, broke
         for column, field in (("LastFetchTimestamp", "last_fetch_timestamp_ms"),
                               ("LastCaughtUpTimestamp", "last_caught_up_timestamp_ms")):
             assert 0 <= int(row[column]) - replica[field] <= TIME_TOLERANCE_MS, (column, row, replica)
+
+
+def test_with_node_metrics_each_node_reports_its_own_view_beside_the_snapshot(kafka_cluster, broker, topic_factory):
+    """--node-metrics: one `metrics` record per node from its JMX exporter endpoint, in the same
+    poll as the snapshot, agreeing with it on the leader, the epoch and each node's role."""
+    kafka_cluster.wait_for(kafka_cluster.every_replica_fetching, 60, "every replica fetching")
+    nodes = sorted(kafka_cluster.nodes)
+    options = [a for i in nodes for a in ("--node-metrics", f"{i}={kafka_cluster.metrics_url(i)}")]
+    got = collect_once(kafka_cluster, broker.bootstrap, topic_factory(1), *options, records=1 + len(nodes))
+    [snap] = [r for r in got if r["type"] == "quorum_snapshot"]
+    metrics = {r["node_id"]: r for r in got if r["type"] == "metrics"}
+    print(json.dumps(metrics, indent=1))
+    assert sorted(metrics) == nodes
+    voters = sorted(v["replica_id"] for v in snap["voters"])
+    for node, m in metrics.items():
+        assert m["time_ms"] == snap["time_ms"] and m["voter_set"] == voters
+        assert (m["leader_id"], m["epoch"]) == (snap["leader_id"], snap["leader_epoch"]), m
+        assert m["state"] == ("leader" if node == snap["leader_id"] else "follower" if node in voters
+                              else "observer"), m
+        assert m["high_watermark"] > 0 and m["log_end_offset"] >= m["high_watermark"] - 20
+        assert 0 <= m["last_applied_offset"] <= m["log_end_offset"] and m["last_applied_lag_ms"] >= 0

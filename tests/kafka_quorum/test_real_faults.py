@@ -2,9 +2,11 @@
 way an operator watches one: `quorum collect`'s polls at 1 s, judged by the job's health state
 machine. Each test prints the time from the fault to the verdict and bounds it.
 
-The collector sees the quorum through the leader's DescribeQuorum only: a frozen, killed or
-cut-off follower looks the same to it (its fetches stop), so the verdict is `unreachable` and the
-cause stays `unknown`; it never guesses which.
+Through the leader's DescribeQuorum alone, a frozen, killed or cut-off follower looks the same
+(its fetches stop): the verdict is `unreachable` and the cause stays `unknown`, never a guess.
+With each node's own view from its JMX exporter endpoint (`quorum collect --node-metrics`), a
+killed node is `down` (its endpoint answers nothing) and a cut-off one `partitioned` (it answers,
+and campaigns).
 
 The soak's length is QUORUM_KAFKA_SOAK_S seconds (30 by default; 600 is the full run)."""
 from __future__ import annotations
@@ -91,7 +93,7 @@ def test_a_frozen_follower_is_unreachable_and_healthy_once_resumed_without_flapp
         row = watch.await_replica(mark, follower, S.UNREACHABLE, 3 * VERDICT_WITHIN_S)
         print(f"controller {follower} frozen: unreachable after {seconds_since(t0, row)} s ({row['reason']})")
         assert seconds_since(t0, row) <= VERDICT_WITHIN_S
-        assert watch.latest("cause", follower) is None or watch.latest("cause", follower)["cause"] == S.UNDECIDED
+        assert watch.latest("replica", follower)["cause"] == S.UNDECIDED
     finally:
         kafka_cluster.resume(follower)
     t1 = time.time()
@@ -103,7 +105,8 @@ def test_a_frozen_follower_is_unreachable_and_healthy_once_resumed_without_flapp
     assert quorum_path(watch, mark) == [(S.HEALTHY, S.DEGRADED), (S.DEGRADED, S.HEALTHY)]
 
 
-def test_a_killed_follower_is_unreachable_and_caught_up_once_restarted(watch, kafka_cluster):
+def test_a_killed_follower_is_unreachable_and_down_with_the_nodes_own_view(watch_with_nodes, kafka_cluster):
+    watch = watch_with_nodes
     mark = settle(watch)
     follower = kafka_cluster.followers()[-1]
     t0 = time.time()
@@ -112,6 +115,9 @@ def test_a_killed_follower_is_unreachable_and_caught_up_once_restarted(watch, ka
         row = watch.await_replica(mark, follower, S.UNREACHABLE, 3 * VERDICT_WITHIN_S)
         print(f"controller {follower} killed: unreachable after {seconds_since(t0, row)} s")
         assert seconds_since(t0, row) <= VERDICT_WITHIN_S
+        cause = watch.await_row(mark, lambda r: r.get("replica_id") == follower and r["cause"] == S.DOWN,
+                                3 * VERDICT_WITHIN_S, f"cause down for {follower}", kind="replica")
+        print(f"  cause down after {seconds_since(t0, cause)} s ({cause['reason']})")
     finally:
         kafka_cluster.restart(follower)
     t1 = time.time()
@@ -155,7 +161,9 @@ def test_a_killed_leader_is_replaced_and_only_its_own_absence_pages(watch, kafka
                for v in survivors), {v: replica_path(watch, mark, v) for v in survivors}
 
 
-def test_a_follower_cut_off_by_the_network_is_unreachable_while_running_and_rejoins(watch, kafka_cluster):
+def test_a_follower_cut_off_by_the_network_is_partitioned_while_running_and_rejoins(watch_with_nodes,
+                                                                                    kafka_cluster):
+    watch = watch_with_nodes
     mark = settle(watch)
     epoch = watch.latest("quorum")["leader_epoch"]
     follower = kafka_cluster.followers()[0]
@@ -167,6 +175,10 @@ def test_a_follower_cut_off_by_the_network_is_unreachable_while_running_and_rejo
         print(f"controller {follower} cut off: unreachable after {seconds_since(t0, row)} s")
         assert seconds_since(t0, row) <= VERDICT_WITHIN_S
         assert kafka_cluster.nodes[follower].running()
+        # its own view still arrives (its metrics port is not cut): it campaigns, so it is cut off
+        cause = watch.await_row(mark, lambda r: r.get("replica_id") == follower and r["cause"] == S.PARTITIONED,
+                                3 * VERDICT_WITHIN_S, f"cause partitioned for {follower}", kind="replica")
+        print(f"  cause partitioned after {seconds_since(t0, cause)} s ({cause['reason']})")
         # a cut-off follower campaigns (pre-vote) but cannot disturb the leader: no new epoch
         time.sleep(3 * watch.cfg.fetch_timeout_ms / 1000)  # long enough to have campaigned
         assert watch.latest("quorum")["leader_epoch"] == epoch
