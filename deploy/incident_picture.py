@@ -80,7 +80,8 @@ def healthy(prometheus: str) -> bool:
 
 
 def alert_firing(prometheus: str, replica: int) -> bool:
-    return bool(promql(prometheus, f'ALERTS{{alertname="{ALERT}",alertstate="firing",replica="{replica}"}}'))
+    return bool(promql(prometheus, f'ALERTS{{alertname="{ALERT}",alertstate="firing",cluster="{CLUSTER}",'
+                                    f'replica="{replica}"}}'))
 
 
 @dataclass
@@ -121,7 +122,8 @@ def run_incident(run_dir: Path, prometheus: str) -> Incident:
         "replica": promql_range(prometheus, f'quorum_replica_status{{cluster="{CLUSTER}"}} == 1', start, incident.end),
         "cause": promql_range(prometheus, f'quorum_replica_cause{{cluster="{CLUSTER}"}} == 1', start, incident.end),
         "lag": promql_range(prometheus, f'quorum_replica_lag_seconds{{cluster="{CLUSTER}"}}', start, incident.end),
-        "alert": promql_range(prometheus, f'ALERTS{{alertname="{ALERT}"}}', start, incident.end),
+        "alert": promql_range(prometheus, f'ALERTS{{alertname="{ALERT}",cluster="{CLUSTER}"}}', start,
+                              incident.end),
     }
     return incident
 

@@ -18,6 +18,13 @@ notifications are printed here.
       partition-leader  cut the current leader off from everyone
       heal              undo all of the above
 
+  deploy/run-local --kafka-quorum      also run a real Apache Kafka KRaft cluster (3 controllers,
+                                       1 broker, each serving its metrics through the Prometheus
+                                       JMX exporter agent) with `quorum collect` watching it, so
+                                       the dashboard shows a Kafka quorum beside the project's;
+                                       `chaos freeze|kill kafka-follower|kafka-leader|kafka-ID`
+                                       disturbs it, `heal` mends it
+
 The streaming job is supervised: when it dies (a crash, an OOM kill, `kill -9`), the launcher
 restarts it from its checkpoint after 1 s, doubling to at most 30 s while it keeps dying (back
 to 1 s once it has run 2 minutes), prints why, and counts it in
@@ -48,7 +55,8 @@ sys.path.insert(0, str(ROOT / "deploy"))
 import local_services as svc  # noqa: E402
 from alert_console import AlertConsole  # noqa: E402
 
-from quorum.kafka_broker import KafkaBroker  # noqa: E402
+from quorum.kafka_broker import BrokerError, KafkaBroker  # noqa: E402
+from quorum.kafka_cluster import KafkaCluster  # noqa: E402
 from quorum.loopback_ports import free_port  # noqa: E402
 from quorum.storage.atomic_file import write_atomically  # noqa: E402
 
@@ -140,6 +148,9 @@ class Stack:
         self.urls: dict[str, str] = {}
         self.nodes: dict[int, svc.NodeSpec] = {}
         self.broker: KafkaBroker | None = None
+        self.kafka_quorum: KafkaCluster | None = None  # --kafka-quorum: the real KRaft cluster watched
+        self.kafka_frozen: set[int] = set()
+        self.kafka_killed: set[int] = set()
         self.lock = threading.Lock()
         self.frozen: set[int] = set()
         self.killed: set[int] = set()
@@ -168,12 +179,17 @@ class Stack:
         pids = {name: p.pid for name, p in self.processes.items() if p.poll() is None}
         if self.broker and self.broker.pid:
             pids["broker"] = self.broker.pid
+        if self.kafka_quorum:
+            pids.update({f"kafka-{i}": n.pid for i, n in self.kafka_quorum.nodes.items() if n.running()})
         nodes = {n.node_id: {"address": n.address, "config": str(n.config_path), "voter": n.voter}
                  for n in self.nodes.values()}
         restarts = self.supervisor.restarts if self.supervisor else 0
+        kafka_quorum = {"cluster_id": self.kafka_quorum.cluster_id, "bootstrap": self.kafka_quorum.bootstrap,
+                        "controllers": self.kafka_quorum.controller_ids()} if self.kafka_quorum else None
         # replaced whole: `status`, `chaos` and the tests read it while the supervisor rewrites it
         write_atomically(self.state_file, json.dumps({"launcher": os.getpid(), "pids": pids, "urls": self.urls,
-                                                      "nodes": nodes, "job_restarts": restarts}, indent=2).encode())
+                                                      "nodes": nodes, "job_restarts": restarts,
+                                                      "kafka_quorum": kafka_quorum}, indent=2).encode())
 
     def node_name(self, node_id: int) -> str:
         return f"node-{node_id}"
@@ -203,6 +219,10 @@ class Stack:
                 _signal_group(proc.pid, signal.SIGKILL)
                 proc.wait()
         self.processes.clear()
+        if self.kafka_quorum:
+            say("stopping the Kafka quorum")
+            self.kafka_quorum.stop()
+            self.kafka_quorum = None
         if self.broker:
             say("stopping Kafka")
             self.broker.stop()
@@ -259,8 +279,52 @@ class Stack:
                                  f"one of the followers {followers}, or say `follower`")
         return node_id
 
+    def kafka_target(self, action: str, node: str) -> int:
+        """A node of the --kafka-quorum cluster: kafka-leader, kafka-follower or kafka-ID."""
+        cluster = self.kafka_quorum
+        if cluster is None:
+            raise ValueError(f"{node}: no Kafka quorum runs (start the stack with --kafka-quorum)")
+        if action not in KAFKA_ACTIONS:
+            raise ValueError(f"{action} acts on the project's nodes; a Kafka node can be: {', '.join(KAFKA_ACTIONS)}")
+        which = node.removeprefix("kafka-")
+        if which == "leader":
+            return cluster.leader()
+        if which == "follower":
+            followers = [i for i in cluster.followers() if i not in self.kafka_frozen | self.kafka_killed]
+            if not followers:
+                raise ValueError(f"{action}: no running follower in the Kafka quorum")
+            return followers[0]
+        if not which.isdigit() or int(which) not in cluster.nodes:
+            raise ValueError(f"{node}: say kafka-leader, kafka-follower or kafka-ID, ID among {sorted(cluster.nodes)}")
+        return int(which)
+
+    def kafka_chaos(self, action: str, node: str) -> str:
+        node_id = self.kafka_target(action, node)
+        role = self.kafka_quorum.nodes[node_id].role
+        if action == "freeze":
+            self.kafka_quorum.freeze(node_id)
+            self.kafka_frozen.add(node_id)
+            return f"Kafka {role} {node_id}: stopped with SIGSTOP"
+        self.kafka_quorum.kill(node_id)
+        self.kafka_killed.add(node_id)
+        return f"Kafka {role} {node_id}: killed"
+
+    def kafka_heal(self) -> list[str]:
+        done = []
+        for node_id in sorted(self.kafka_frozen):
+            self.kafka_quorum.resume(node_id)
+            done.append(f"Kafka node {node_id} continued")
+        for node_id in sorted(self.kafka_killed):
+            self.kafka_quorum.restart(node_id)
+            done.append(f"Kafka node {node_id} restarted")
+        self.kafka_frozen.clear()
+        self.kafka_killed.clear()
+        return done
+
     def chaos(self, action: str, node: str | int | None) -> str:
         with self.lock:
+            if isinstance(node, str) and node.startswith("kafka-"):
+                return self.kafka_chaos(action, node)
             if action in NODE_ACTIONS:
                 node = self.target(action, node)
             if action == "stall":
@@ -290,7 +354,7 @@ class Stack:
                 self._fault(leader, "pause")
                 return f"leader {leader}: cut off from every peer"
             if action == "heal":
-                done = []
+                done = self.kafka_heal() if self.kafka_quorum else []
                 for node_id in sorted(self.frozen):
                     self._signal(self.node_name(node_id), signal.SIGCONT)
                     done.append(f"node {node_id} continued")
@@ -353,6 +417,7 @@ class Stack:
 NODE_ACTIONS = ("stall", "slow-disk", "wrong-cluster", "cutoff", "freeze", "kill")
 # a leader does not replicate from anyone and makes its own appends: these mean nothing on it
 FOLLOWER_ACTIONS = ("stall", "slow-disk", "wrong-cluster")
+KAFKA_ACTIONS = ("freeze", "kill")  # on the --kafka-quorum cluster's nodes
 
 
 def _signal_group(pid: int, sig: int) -> None:
@@ -390,6 +455,23 @@ def _serve_control(stack: Stack, stopping: list) -> socket.socket:
     return server
 
 
+def _start_kafka_quorum(stack: Stack, quorum: list[str]) -> None:
+    """A real KRaft cluster to watch, and `quorum collect` watching it with every node's own view."""
+    base = stack.run_dir / "kafka-quorum"
+    say(f"      Apache Kafka KRaft quorum: 3 controllers + 1 broker, each with the JMX exporter (logs {base})")
+    stack.kafka_quorum = cluster = KafkaCluster(base_dir=base, jmx_exporter=True)
+    try:
+        cluster.start()
+    except BrokerError as e:
+        raise svc.StartError(f"the Kafka quorum: {e}") from None
+    stack.urls["kafka-quorum"] = cluster.bootstrap
+    say(f"      leader {cluster.leader()}, cluster id {cluster.cluster_id}; `quorum collect` watches it")
+    node_metrics = [a for i in sorted(cluster.nodes) for a in ("--node-metrics", f"{i}={cluster.metrics_url(i)}")]
+    stack.spawn("kafka-collector", quorum + ["collect", "--bootstrap-server", cluster.bootstrap, "--cluster-id",
+                                             cluster.cluster_id, *node_metrics, "--events-bootstrap-server",
+                                             stack.broker.bootstrap, "--events-topic", svc.EVENTS_TOPIC])
+
+
 def _streaming_job_config(stack: Stack, pushgateway: str) -> Path:
     """deploy/job.local.yaml (every key documented there) with this stack's addresses."""
     import yaml
@@ -410,7 +492,7 @@ def _streaming_job_config(stack: Stack, pushgateway: str) -> Path:
 # so a checkpoint's offsets, the nodes' logs, the pushed verdicts and the stored series of a
 # previous run describe a cluster that is gone: the job would plan offsets the new topic never
 # had, and the Pushgateway would serve the old run's last batch time (QuorumMonitorSilent).
-PER_RUN_STATE = ("kafka", "checkpoints", "dead-letters", "nodes", "logs", "pushgateway.data", "prometheus-data",
+PER_RUN_STATE = ("kafka", "kafka-quorum", "checkpoints", "dead-letters", "nodes", "logs", "pushgateway.data", "prometheus-data",
                  "alertmanager-data", "job.yaml", "prometheus.yml", "alertmanager.yml", "control.sock")
 
 
@@ -462,6 +544,9 @@ def up(args: argparse.Namespace) -> int:
                                             0.5, alive=lambda: stack.check_alive(nodes_may_die=False))
         say(f"      leader {leader} in epoch {epoch}")
 
+        if args.kafka_quorum:
+            _start_kafka_quorum(stack, quorum)
+
         addresses = {name: f"127.0.0.1:{free_port()}" for name in ("pushgateway", "alertmanager", "prometheus")}
 
         def start_server(name: str, argv: list[str]) -> None:
@@ -505,6 +590,8 @@ def up(args: argparse.Namespace) -> int:
             say(f"      {name:13} {url}")
         say(f"      {'logs':13} {run_dir / 'logs'}")
         say("      try: deploy/run-local chaos freeze follower   (then: deploy/run-local chaos heal)")
+        if stack.kafka_quorum:
+            say("           deploy/run-local chaos freeze kafka-follower")
         deadline = time.monotonic() + args.duration if args.duration else None
         while not stopping and (deadline is None or time.monotonic() < deadline):
             problem = stack.check_alive()
@@ -573,6 +660,10 @@ def status(args: argparse.Namespace) -> int:
     if "quorum" in state["urls"]:
         subprocess.run([sys.executable, "-m", "quorum.cli", "describe", "--bootstrap-server",
                         state["urls"]["quorum"].split(",")[0], "--replication", "--human-readable"], cwd=ROOT)
+    if "kafka-quorum" in state["urls"]:
+        print("\nthe Kafka quorum (--kafka-quorum):", flush=True)
+        subprocess.run([sys.executable, "-m", "quorum.cli", "describe", "--bootstrap-server",
+                        state["urls"]["kafka-quorum"], "--replication", "--human-readable"], cwd=ROOT)
     return 0
 
 
@@ -604,11 +695,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.add_argument("--synthetic", type=int, default=0, metavar="N",
                             help="also run N synthetic quorums with scripted faults (default %(default)s)")
         parser.add_argument("--duration", type=float, default=None, help="stop by itself after this many seconds")
+        parser.add_argument("--kafka-quorum", action="store_true",
+                            help="also run a real Apache Kafka KRaft cluster (3 controllers, 1 broker) and watch it "
+                                 "with `quorum collect`")
     sub.add_parser("down", help="stop a running stack")
     sub.add_parser("status", help="addresses and the quorum's replication state")
     c = sub.add_parser("chaos", help="disturb the running quorum (see above)")
     c.add_argument("chaos_action", choices=[*NODE_ACTIONS, "partition-leader", "heal"])
-    c.add_argument("node", nargs="?", help=f"follower, leader or a node id (for {', '.join(NODE_ACTIONS)})")
+    c.add_argument("node", nargs="?", help=f"follower, leader or a node id (for {', '.join(NODE_ACTIONS)}); "
+                                           f"kafka-follower, kafka-leader or kafka-ID: a node of the --kafka-quorum "
+                                           f"cluster (for {', '.join(KAFKA_ACTIONS)})")
     args = p.parse_args(argv)
     return {"up": up, "down": down, "status": status, "chaos": chaos}[args.action](args)
 

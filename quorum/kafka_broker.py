@@ -91,8 +91,13 @@ def terminate(proc: subprocess.Popen | None, timeout_s: float) -> None:
 
 
 def random_cluster_id() -> str:
-    """A cluster id in Kafka's form: a random UUID, base64url without padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A cluster id in Kafka's form: a random UUID, base64url without padding. Like Kafka's
+    Uuid.randomUuid, never one that starts with '-', which StorageTool's command line would take
+    for an option (one start in 64 would fail)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 def ensure_topic(bootstrap: str, name: str, partitions: int = 1, timeout_s: float = 30.0,

@@ -14,14 +14,12 @@ kernel packet-filter rules can tell its traffic apart (see tests/packet_filter.p
 """
 from __future__ import annotations
 
-import base64
 import os
 import shutil
 import signal
 import subprocess
 import tempfile
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,12 +39,8 @@ BROKER_HEAP = "512m"
 
 
 def random_directory_id() -> str:
-    """A directory id as Kafka writes it (base64url of a random UUID); Kafka never hands out one
-    that starts with '-', which its command lines would read as an option."""
-    while True:
-        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        if not text.startswith("-"):
-            return text
+    """A directory id as Kafka writes it: the same form as a cluster id."""
+    return random_cluster_id()
 
 
 def jmx_exporter_agent(host: str, port: int) -> str:

@@ -3,6 +3,7 @@
 nothing behind; a missing part or a failed start is an error that says where to look."""
 import collections
 import os
+import re
 import socket
 
 import pytest
@@ -11,7 +12,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from quorum import events
 from quorum import jvm
-from quorum.kafka_broker import BrokerError, KafkaBroker
+from quorum.kafka_broker import BrokerError, KafkaBroker, random_cluster_id
 from quorum.loopback_ports import free_port
 from quorum.synthetic.publish import PRODUCER_DEFAULTS
 
@@ -115,3 +116,9 @@ def test_missing_jars_name_the_set_up_that_fetches_them(tmp_path, monkeypatch):
     monkeypatch.setenv("QUORUM_JVM_DIR", str(tmp_path))
     with pytest.raises(jvm.JvmPartsMissing, match="deploy/setup.sh.*'kafka' profile"):
         KafkaBroker().start()
+
+
+def test_a_random_cluster_id_is_kafkas_form_and_never_reads_as_an_option():
+    ids = {random_cluster_id() for _ in range(5000)}  # ~78 would start with '-' if drawn blindly
+    assert len(ids) == 5000
+    assert all(len(i) == 22 and not i.startswith("-") and re.fullmatch(r"[A-Za-z0-9_-]+", i) for i in ids)

@@ -84,49 +84,43 @@ def test_a_healthy_quorum_polled_at_the_documented_interval_gives_no_transition(
     assert watch.since(mark) == []
 
 
-def test_a_frozen_follower_is_unreachable_and_healthy_once_resumed_without_flapping(watch, kafka_cluster):
+def fault_a_follower(watch, follower: int, fault, undo, what: tuple[str, str], cause: str,
+                     while_faulted=lambda mark, t0: None) -> None:
+    """`fault` on a follower: `unreachable` within VERDICT_WITHIN_S, with `cause`; `undo`: caught up
+    again, the replica having only worsened and then recovered once, the quorum degraded and
+    healthy again; nothing else changed. `what`: the fault and its undoing, as printed."""
     mark = settle(watch)
-    follower = kafka_cluster.followers()[0]
     t0 = time.time()
-    kafka_cluster.freeze(follower)
+    fault()
     try:
         row = watch.await_replica(mark, follower, S.UNREACHABLE, 3 * VERDICT_WITHIN_S)
-        print(f"controller {follower} frozen: unreachable after {seconds_since(t0, row)} s ({row['reason']})")
+        print(f"controller {follower} {what[0]}: unreachable after {seconds_since(t0, row)} s ({row['reason']})")
         assert seconds_since(t0, row) <= VERDICT_WITHIN_S
-        assert watch.latest("replica", follower)["cause"] == S.UNDECIDED
+        found = watch.await_row(mark, lambda r: r.get("replica_id") == follower and r["cause"] == cause,
+                                3 * VERDICT_WITHIN_S, f"cause {cause} for {follower}", kind="replica")
+        print(f"  cause {cause} after {seconds_since(t0, found)} s")
+        while_faulted(mark, t0)
     finally:
-        kafka_cluster.resume(follower)
+        undo()
     t1 = time.time()
     row = watch.await_replica(mark, follower, S.CAUGHT_UP, RECOVERY_WITHIN_S)
-    print(f"controller {follower} resumed: caught up after {seconds_since(t1, row)} s")
+    print(f"controller {follower} {what[1]}: caught up after {seconds_since(t1, row)} s")
     settle(watch)
-    assert worsened_then_recovered(replica_path(watch, mark, follower), S.UNREACHABLE, S.CAUGHT_UP), \
-        replica_path(watch, mark, follower)
+    path = replica_path(watch, mark, follower)
+    assert worsened_then_recovered(path, S.UNREACHABLE, S.CAUGHT_UP), path
     assert quorum_path(watch, mark) == [(S.HEALTHY, S.DEGRADED), (S.DEGRADED, S.HEALTHY)]
+
+
+def test_a_frozen_follower_is_unreachable_and_healthy_once_resumed_without_flapping(watch, kafka_cluster):
+    follower = kafka_cluster.followers()[0]
+    fault_a_follower(watch, follower, lambda: kafka_cluster.freeze(follower), lambda: kafka_cluster.resume(follower),
+                     ("frozen", "continued"), S.UNDECIDED)  # DescribeQuorum alone cannot tell why
 
 
 def test_a_killed_follower_is_unreachable_and_down_with_the_nodes_own_view(watch_with_nodes, kafka_cluster):
-    watch = watch_with_nodes
-    mark = settle(watch)
     follower = kafka_cluster.followers()[-1]
-    t0 = time.time()
-    kafka_cluster.kill(follower)
-    try:
-        row = watch.await_replica(mark, follower, S.UNREACHABLE, 3 * VERDICT_WITHIN_S)
-        print(f"controller {follower} killed: unreachable after {seconds_since(t0, row)} s")
-        assert seconds_since(t0, row) <= VERDICT_WITHIN_S
-        cause = watch.await_row(mark, lambda r: r.get("replica_id") == follower and r["cause"] == S.DOWN,
-                                3 * VERDICT_WITHIN_S, f"cause down for {follower}", kind="replica")
-        print(f"  cause down after {seconds_since(t0, cause)} s ({cause['reason']})")
-    finally:
-        kafka_cluster.restart(follower)
-    t1 = time.time()
-    row = watch.await_replica(mark, follower, S.CAUGHT_UP, RECOVERY_WITHIN_S)
-    print(f"controller {follower} restarted: caught up after {seconds_since(t1, row)} s")
-    settle(watch)
-    assert worsened_then_recovered(replica_path(watch, mark, follower), S.UNREACHABLE, S.CAUGHT_UP), \
-        replica_path(watch, mark, follower)
-    assert quorum_path(watch, mark) == [(S.HEALTHY, S.DEGRADED), (S.DEGRADED, S.HEALTHY)]
+    fault_a_follower(watch_with_nodes, follower, lambda: kafka_cluster.kill(follower),
+                     lambda: kafka_cluster.restart(follower), ("killed", "restarted"), S.DOWN)
 
 
 def test_a_killed_leader_is_replaced_and_only_its_own_absence_pages(watch, kafka_cluster):
@@ -164,33 +158,22 @@ def test_a_killed_leader_is_replaced_and_only_its_own_absence_pages(watch, kafka
 def test_a_follower_cut_off_by_the_network_is_partitioned_while_running_and_rejoins(watch_with_nodes,
                                                                                     kafka_cluster):
     watch = watch_with_nodes
-    mark = settle(watch)
-    epoch = watch.latest("quorum")["leader_epoch"]
+    epoch = kafka_cluster.describe().leader_epoch
     follower = kafka_cluster.followers()[0]
     cut = PacketFilter(kafka_cluster)
-    try:
-        t0 = time.time()
-        cut.cut(follower)
-        row = watch.await_replica(mark, follower, S.UNREACHABLE, 3 * VERDICT_WITHIN_S)
-        print(f"controller {follower} cut off: unreachable after {seconds_since(t0, row)} s")
-        assert seconds_since(t0, row) <= VERDICT_WITHIN_S
+
+    def while_cut(mark, t0):
         assert kafka_cluster.nodes[follower].running()
-        # its own view still arrives (its metrics port is not cut): it campaigns, so it is cut off
-        cause = watch.await_row(mark, lambda r: r.get("replica_id") == follower and r["cause"] == S.PARTITIONED,
-                                3 * VERDICT_WITHIN_S, f"cause partitioned for {follower}", kind="replica")
-        print(f"  cause partitioned after {seconds_since(t0, cause)} s ({cause['reason']})")
-        # a cut-off follower campaigns (pre-vote) but cannot disturb the leader: no new epoch
+        # it campaigns (its own view says so: partitioned) but pre-vote keeps it from disturbing
+        # the leader: no new epoch
         time.sleep(3 * watch.cfg.fetch_timeout_ms / 1000)  # long enough to have campaigned
         assert watch.latest("quorum")["leader_epoch"] == epoch
-        t1 = time.time()
-        cut.heal()
-        row = watch.await_replica(mark, follower, S.CAUGHT_UP, RECOVERY_WITHIN_S)
-        print(f"controller {follower} healed: caught up after {seconds_since(t1, row)} s")
+
+    try:
+        fault_a_follower(watch, follower, lambda: cut.cut(follower), cut.heal, ("cut off", "healed"), S.PARTITIONED,
+                         while_cut)
     finally:
         cut.close()
-    settle(watch)
-    assert worsened_then_recovered(replica_path(watch, mark, follower), S.UNREACHABLE, S.CAUGHT_UP), \
-        replica_path(watch, mark, follower)
     assert watch.latest("quorum")["leader_epoch"] == epoch
 
 

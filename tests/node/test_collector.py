@@ -90,7 +90,7 @@ def test_a_silent_server_gives_a_timeout_within_the_timeout():
 def collect(broker, topic, bootstrap, **kw) -> int:
     args = argparse.Namespace(bootstrap_server=bootstrap, events_bootstrap_server=broker.bootstrap,
                               events_topic=topic, command_config=None, events_command_config=None,
-                              unreachable_after_ms=2000, timeout_ms=None, **kw)
+                              unreachable_after_ms=2000, timeout_ms=None, node_metrics=[], **kw)
     return collector.run(args)
 
 
@@ -164,3 +164,20 @@ def test_a_quorum_without_leader_gives_one_poll_error_per_poll_naming_the_error(
         assert (r.error_code, r.error, r.answered_by) == (6, "NOT_LEADER_OR_FOLLOWER", survivor), r
         assert r.leader_epoch >= epoch and r.source == c.bootstrap(survivor) and r.poll_interval_ms == 1000
     assert all(0 <= r.latency_ms <= 1000 for r in got)
+
+
+@pytest.mark.parametrize("endpoint", ["http://c-1:7071/metrics", "1:http://c-1:7071/metrics", "one=http://c-1/m",
+                                      "1=c-1:7071/metrics"])
+def test_a_node_metrics_endpoint_not_given_as_id_equals_url_is_refused_with_exit_code_2(endpoint, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["collect", "--bootstrap-server", "a:1", "--events-bootstrap-server", "b:1", "--node-metrics", endpoint])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "NODE_ID=http://HOST:PORT/metrics" in err and endpoint in err, err
+
+
+def test_node_metrics_endpoints_are_kept_by_node_id():
+    from quorum.cli import build_parser
+    args = build_parser().parse_args(["collect", "--bootstrap-server", "a:1", "--events-bootstrap-server", "b:1",
+                                      "--node-metrics", "1=http://c-1:7071/metrics",
+                                      "--node-metrics", "2=https://c-2:7071/metrics"])
+    assert dict(args.node_metrics) == {1: "http://c-1:7071/metrics", 2: "https://c-2:7071/metrics"}

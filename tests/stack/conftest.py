@@ -61,7 +61,8 @@ def state_of(run_dir: Path) -> dict:
 def stack(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("stack")
     log = open(run_dir / "launcher.log", "wb")
-    proc = subprocess.Popen([sys.executable, str(ROOT / "deploy" / "local_stack.py"), "--run-dir", str(run_dir)],
+    proc = subprocess.Popen([sys.executable, str(ROOT / "deploy" / "local_stack.py"), "--run-dir", str(run_dir),
+                             "--kafka-quorum"],
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         def ready():

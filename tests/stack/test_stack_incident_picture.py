@@ -4,6 +4,8 @@ queries. The data must show what the picture claims: the replica unreachable wit
 partitioned, the alert pending, firing and gone, the quorum healthy again."""
 from __future__ import annotations
 
+import itertools
+
 from deploy.incident_picture import plot, run_incident, spans
 
 
@@ -16,7 +18,9 @@ def test_the_incident_picture_shows_a_cut_off_voter_firing_and_resolving(stack, 
     statuses = [s for _, _, s in spans(incident.series["replica"], "status")[replica]]
     assert statuses[0] == "caught_up" and "unreachable" in statuses and statuses[-1] == "caught_up", statuses
     assert "partitioned" in {c for _, _, c in spans(incident.series["cause"], "cause")[replica]}
-    alert = [s for _, _, s in spans(incident.series["alert"], "alertstate")[replica]]
+    # a rule evaluation that came late leaves a gap in the range query, not a change of state
+    runs = spans(incident.series["alert"], "alertstate")[replica]
+    alert = [state for state, _ in itertools.groupby(s for _, _, s in runs)]
     assert alert == ["pending", "firing"], alert
     assert spans(incident.series["quorum"], "status", key="cluster")["local-quorum"][-1][2] == "healthy"
     picture = plot(incident, tmp_path / "incident.png")

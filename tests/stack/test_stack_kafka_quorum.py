@@ -1,0 +1,57 @@
+"""The local stack's real Apache Kafka KRaft quorum (`deploy/run-local --kafka-quorum`: three
+controllers and a broker, watched by `quorum collect` with every node's JMX exporter endpoint),
+through the whole path: the collector's records, the streaming job, the Pushgateway, Prometheus
+and its rules. A frozen controller fires QuorumVoterUnreachable naming the cause the job found
+(its endpoint answers nothing: down); once it is continued the alert resolves and the quorum is
+healthy again. The times from the fault to each step are printed."""
+from __future__ import annotations
+
+import re
+import time
+
+from .conftest import alert_summaries, await_value, firing, health_events, promql, rule, seconds, stack_cli
+
+
+def kafka_quorum_calm(state, cluster: str) -> bool:
+    healthy = promql(state, f'quorum_status{{cluster="{cluster}",status="healthy"}} == 1')
+    behind = promql(state, f'quorum_replica_status{{cluster="{cluster}",status!="caught_up"}} == 1')
+    alerts = [a for a in firing(state) if a["metric"].get("cluster") == cluster]
+    return bool(healthy) and not behind and not alerts
+
+
+def test_a_frozen_kafka_controller_pages_with_its_cause_and_resolves_once_continued(stack):
+    run_dir, state = stack
+    cluster = state["kafka_quorum"]["cluster_id"]
+    await_value(f"the Kafka quorum {cluster} healthy in Prometheus", lambda: kafka_quorum_calm(state, cluster), 180)
+    # untouched until now, while the other stack tests disturbed the project's quorum and killed
+    # the job: not one verdict but caught up and healthy since the stack started
+    verdicts = [(e.get("replica_id"), e.get("previous_status"), e.get("status"), e.get("reason"))
+                for e in health_events(state) if e.get("cluster_id") == cluster and e.get("kind") == "transition"]
+    print(f"the Kafka quorum's transitions so far: {verdicts}")
+    assert all(status in ("caught_up", "healthy") for _, _, status, _ in verdicts), verdicts
+
+    out = stack_cli(run_dir, "chaos", "freeze", "kafka-follower")
+    assert out.returncode == 0, out.stdout + out.stderr
+    frozen = int(re.search(r"controller (\d+): stopped", out.stdout).group(1))
+    at = time.monotonic()
+    try:
+        await_value(f"controller {frozen} unreachable", lambda: promql(
+            state, f'quorum_replica_status{{cluster="{cluster}",replica="{frozen}",status="unreachable"}} == 1'), 30, 0.5)
+        print(f"Kafka controller {frozen} frozen: unreachable in Prometheus after {time.monotonic() - at:.1f} s")
+        alert = rule("QuorumVoterUnreachable")
+        await_value("QuorumVoterUnreachable firing", lambda: [
+            a for a in firing(state, "QuorumVoterUnreachable")
+            if a["metric"].get("cluster") == cluster and a["metric"].get("replica") == str(frozen)],
+            seconds(alert["for"]) + 60, 0.5)
+        print(f"QuorumVoterUnreachable firing after {time.monotonic() - at:.1f} s")
+        summaries = [s for s in alert_summaries(state, "QuorumVoterUnreachable", frozen) if cluster in s]
+        assert summaries == [f"Voter {frozen} of cluster {cluster} is unreachable, cause: down"], summaries
+    finally:
+        healed = stack_cli(run_dir, "chaos", "heal")
+        assert healed.returncode == 0, healed.stdout + healed.stderr
+    at = time.monotonic()
+    await_value(f"the Kafka quorum {cluster} healthy again, no alert", lambda: kafka_quorum_calm(state, cluster), 120)
+    print(f"continued: healthy and resolved after {time.monotonic() - at:.1f} s")
+    # the health topic has this incident's verdicts too (so the quiet check above could fail)
+    assert (frozen, "unreachable") in {(e.get("replica_id"), e.get("status")) for e in health_events(state)
+                                       if e.get("cluster_id") == cluster and e.get("kind") == "transition"}
