@@ -17,6 +17,8 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
+import struct
 import subprocess
 import tempfile
 import time
@@ -27,10 +29,12 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from quorum import jvm
-from quorum.describe_tool import QuorumInfo, fetch_quorum, quorum_info
+from quorum.describe_tool import DescribeError, QuorumInfo, fetch_quorum, quorum_info
 from quorum.kafka_broker import (LOG4J2_PROPERTIES, SINGLE_NODE_SETTINGS, BrokerError, java_command,
                                  random_cluster_id, terminate, write_properties)
 from quorum.loopback_ports import free_port
+from quorum.wire import apis
+from quorum.wire.codec import decode_response, encode_request
 
 DEFAULT_START_TIMEOUT_S = 120.0
 JMX_EXPORTER_RULES = jvm.REPOSITORY / "deploy" / "kafka-jmx-exporter.yml"
@@ -150,8 +154,14 @@ class KafkaCluster:
         try:
             for node in self.nodes.values():
                 self._format(node, initial=node.node_id in self.initial_controllers)
-            for node in self.nodes.values():
-                self._spawn(node)
+            # Brokers once the controllers have elected a leader they all follow: a broker started
+            # while the first elections still flip can keep asking a controller that is no longer
+            # active, and give up registering after a minute (seen with Kafka 4.4.0)
+            for node_id in self.controller_ids():
+                self._spawn(self.nodes[node_id])
+            self.wait_for(self._controllers_formed, timeout_s, "a controller leader every voter follows")
+            for node_id in self.broker_ids():
+                self._spawn(self.nodes[node_id])
             self.wait_for(self._formed, timeout_s, "a leader, every node fetching and every broker registered")
         except BaseException:
             self.stop(keep_files=True)
@@ -315,6 +325,33 @@ class KafkaCluster:
         seen = {r.replica_id for r in replicas}
         return info if fresh and seen == running else None
 
+    def describe_controller(self, node_id: int, timeout_s: float = 2.0) -> QuorumInfo:
+        """DescribeQuorum v2 sent straight to one controller (a controller answers no metadata
+        request, so an admin client cannot bootstrap from it); only the leader answers with the
+        quorum, the others with NOT_LEADER_OR_FOLLOWER (DescribeError)."""
+        request_cls = apis.SUPPORTED[apis.DESCRIBE_QUORUM].request
+        topic = request_cls.TopicData
+        request = request_cls(topics=[topic(topic_name="__cluster_metadata",
+                                            partitions=[topic.PartitionData(partition_index=0)])])
+        node = self.nodes[node_id]
+        with socket.create_connection((self.host, node.port), timeout=timeout_s) as conn:
+            conn.sendall(encode_request(request, 2, 1, "quorum-kafka-cluster"))
+            size = struct.unpack(">i", _read_exactly(conn, 4))[0]
+            payload = _read_exactly(conn, size)
+        answer = decode_response(apis.SUPPORTED[apis.DESCRIBE_QUORUM], 2, payload)
+        return quorum_info(answer.to_dict())
+
+    def _controllers_formed(self) -> bool:
+        now = int(time.time() * 1000)
+        for node_id in self.initial_controllers:
+            try:
+                info = self.describe_controller(node_id)
+            except (OSError, DescribeError):
+                continue
+            return sorted(v.replica_id for v in info.voters) == self.initial_controllers and all(
+                v.replica_id == info.leader_id or now - v.last_fetch_timestamp <= 1500 for v in info.voters)
+        return False
+
     def _formed(self) -> bool:
         admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
         try:
@@ -325,3 +362,13 @@ class KafkaCluster:
             return False
         info = self.every_replica_fetching()
         return info is not None and sorted(v.replica_id for v in info.voters) == self.initial_controllers
+
+
+def _read_exactly(conn: socket.socket, n: int) -> bytes:
+    data = bytearray()
+    while len(data) < n:
+        chunk = conn.recv(n - len(data))
+        if not chunk:
+            raise ConnectionError("the controller closed the connection")
+        data += chunk
+    return bytes(data)

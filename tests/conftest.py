@@ -1,33 +1,17 @@
-"""Shared fixtures: one Apache Kafka broker per session, a fresh topic per test, one Spark session,
-and (started by the first test that asks) one real KRaft cluster of three controllers and a broker."""
+"""Shared fixtures: one Apache Kafka broker per session, a fresh topic per test, one Spark session."""
 from __future__ import annotations
 
-import os
 import uuid
 
 import pytest
 
 from quorum.kafka_broker import KafkaBroker
-from quorum.kafka_cluster import KafkaCluster
 
 
 @pytest.fixture(scope="session")
 def broker(tmp_path_factory):
     with KafkaBroker(log_path=tmp_path_factory.mktemp("broker") / "kafka.log") as b:
         yield b
-
-
-@pytest.fixture(scope="session")
-def kafka_cluster(tmp_path_factory):
-    """Three controllers and a broker, each node in a cgroup of its own (for tests/packet_filter.py)
-    and serving its metrics through the Prometheus JMX exporter agent.
-    Tests that fault it leave it as they found it: every node running, every voter fetching."""
-    from packet_filter import cgroup2_root
-    cgroups = cgroup2_root() / f"quorum-test-{os.getpid()}"
-    with KafkaCluster(base_dir=tmp_path_factory.mktemp("kafka-cluster"), cgroup_parent=cgroups,
-                      jmx_exporter=True) as cluster:
-        yield cluster
-    cgroups.rmdir()
 
 
 @pytest.fixture

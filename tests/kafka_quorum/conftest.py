@@ -5,6 +5,7 @@ encoded and decoded by the event contract and folded at once into the job's heal
 verdicts with deadlines; every verdict carries the wall time it was reached."""
 from __future__ import annotations
 
+import os
 import threading
 import time
 from typing import Any, Callable
@@ -13,11 +14,26 @@ import pytest
 
 from quorum import events
 from quorum.collector import QuorumPoller, record_of
+from quorum.kafka_cluster import KafkaCluster
 from quorum.kafka_node_metrics import NodeMetricsReader
 from streaming.health.config import HealthConfig
 from streaming.health.tracker import QuorumTracker, new_state
 
 INTERVAL_MS = 1000  # quorum collect's default, the interval docs/deployment.md documents
+
+
+@pytest.fixture(scope="package")
+def kafka_cluster(tmp_path_factory):
+    """Three controllers and a broker, each node in a cgroup of its own (for tests/packet_filter.py)
+    and serving its metrics through the Prometheus JMX exporter agent. Package scope: its four JVMs
+    stop before the other suites run, which they would slow.
+    Tests that fault it leave it as they found it: every node running, every voter fetching."""
+    from packet_filter import cgroup2_root
+    cgroups = cgroup2_root() / f"quorum-test-{os.getpid()}"
+    with KafkaCluster(base_dir=tmp_path_factory.mktemp("kafka-cluster"), cgroup_parent=cgroups,
+                      jmx_exporter=True) as cluster:
+        yield cluster
+    cgroups.rmdir()
 
 
 class Watch:

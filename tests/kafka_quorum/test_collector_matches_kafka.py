@@ -1,4 +1,4 @@
-"""`quorum collect`'s snapshot of a real KRaft quorum (three controllers, a broker) says what
+"""`quorum describe` and `quorum collect`'s snapshot of a real KRaft quorum (three controllers, a broker) says what
 Kafka's own `kafka-metadata-quorum describe --status --replication` says, asked in the same
 breath: leader, epoch, high watermark, voters and observers with their directory ids, log end
 offsets and timestamps (values that move between the calls within a stated tolerance: the
@@ -13,11 +13,10 @@ import uuid
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-from kafka_tools import metadata_quorum
+from kafka_tools import (OFFSET_TOLERANCE, TIME_TOLERANCE_MS, assert_describe_replication_matches,
+                         assert_describe_status_matches, metadata_quorum)
 from quorum import events
 
-OFFSET_TOLERANCE = 20
-TIME_TOLERANCE_MS = 10_000
 
 
 def collect_once(cluster, events_bootstrap: str, topic: str, *options: str, records: int = 1) -> list[dict]:
@@ -39,6 +38,14 @@ def collect_once(cluster, events_bootstrap: str, topic: str, *options: str, reco
         consumer.close()
     assert len(got) == records, (got, out.stderr)
     return got
+
+
+def test_quorum_describe_status_matches_kafkas_tool(kafka_cluster):
+    assert_describe_status_matches(kafka_cluster.bootstrap)
+
+
+def test_quorum_describe_replication_matches_kafkas_tool(kafka_cluster):
+    assert_describe_replication_matches(kafka_cluster.bootstrap)
 
 
 def test_the_collectors_snapshot_says_what_kafkas_tool_says(kafka_cluster, broker, topic_factory):
