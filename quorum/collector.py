@@ -277,6 +277,53 @@ class QuorumPoller:
 
 # --- command --------------------------------------------------------------------------------------
 
+@dataclass
+class Poll:
+    """What one round gave: the DescribeQuorum outcome, the records to publish (none while no
+    cluster id is known to key them by), and the nodes whose metrics endpoint did not answer."""
+    outcome: PollOutcome
+    records: list[events.Record]
+    silent_nodes: dict[int, str]
+
+
+class Collection:
+    """One round of `quorum collect`: DescribeQuorum and, with node metrics, every node's own view,
+    scraped while DescribeQuorum runs. The nodes' records carry the voter set of the last answer
+    (raft-metrics gives only its size)."""
+
+    def __init__(self, poller: QuorumPoller, source: str, interval_ms: int, cluster_id: str | None = None,
+                 node_metrics: NodeMetricsReader | None = None):
+        self.poller = poller
+        self.source = source
+        self.interval_ms = interval_ms
+        self.cluster_id = cluster_id
+        self.node_metrics = node_metrics
+        self.voters: tuple[int, ...] = ()
+
+    def poll(self) -> Poll:
+        scrapes = self.node_metrics.begin() if self.node_metrics else None
+        outcome = self.poller.poll()
+        if outcome.cluster_id and not self.cluster_id:
+            self.cluster_id = outcome.cluster_id
+            self.poller.want_cluster_id = False
+        if outcome.info is not None:
+            self.voters = tuple(v.replica_id for v in outcome.info.voters)
+        if not self.cluster_id:
+            return Poll(outcome, [], {})
+        now_ms = int(time.time() * 1000)
+        records: list[events.Record] = [record_of(outcome, self.cluster_id, self.source, now_ms, self.interval_ms)]
+        silent: dict[int, str] = {}
+        if scrapes is not None:
+            metrics, silent = self.node_metrics.finish(scrapes, self.cluster_id, self.voters, now_ms)
+            records += metrics
+        return Poll(outcome, records, silent)
+
+    def close(self) -> None:
+        self.poller.close()
+        if self.node_metrics:
+            self.node_metrics.close()
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT",
                         help="any node or broker of the cluster to watch (comma-separated for several)")
@@ -349,11 +396,10 @@ def run(args: argparse.Namespace) -> int:
     poller = QuorumPoller(args.bootstrap_server, timeout_ms=timeout_ms, client_config=watched_cfg,
                           want_cluster_id=not args.cluster_id)
     node_metrics = NodeMetricsReader(dict(args.node_metrics), timeout_ms) if args.node_metrics else None
-    voters: tuple[int, ...] = ()  # the voter set of the last answer, stamped on the nodes' metrics
+    collection = Collection(poller, args.bootstrap_server, args.interval_ms, args.cluster_id, node_metrics)
     silent_nodes: set[int] = set()
     stop: list[int] = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
-    cluster_id = args.cluster_id
     log.info("polling DescribeQuorum on %s every %d ms (timeout %d ms, job threshold %d ms), publishing to %s on %s",
              args.bootstrap_server, args.interval_ms, timeout_ms, args.unreachable_after_ms, args.events_topic,
              args.events_bootstrap_server)
@@ -365,12 +411,9 @@ def run(args: argparse.Namespace) -> int:
             time.sleep(max(0.0, next_poll - time.monotonic()))
             # fixed cadence; a late poll is not followed by a burst of catch-up polls
             next_poll = max(next_poll + args.interval_ms / 1000, time.monotonic())
-            scrapes = node_metrics.begin() if node_metrics else None
-            outcome = poller.poll()
+            result = collection.poll()
+            outcome = result.outcome
             polls += 1
-            if outcome.cluster_id and not cluster_id:
-                cluster_id = outcome.cluster_id
-                poller.want_cluster_id = False
             if outcome.info is None and outcome.error != last_error:
                 log.warning("DescribeQuorum on %s: %s (error code %d, %d ms)", args.bootstrap_server,
                             outcome.error, outcome.error_code, outcome.latency_ms)
@@ -378,27 +421,18 @@ def run(args: argparse.Namespace) -> int:
                 log.info("DescribeQuorum on %s answers again (leader %d)", args.bootstrap_server,
                          outcome.info.leader_id)
             last_error = None if outcome.info is not None else outcome.error
-            if not cluster_id:
-                continue  # nothing to key the record by yet: logged above, and --cluster-id avoids it
-            now_ms = int(time.time() * 1000)
-            publisher.publish(record_of(outcome, cluster_id, args.bootstrap_server, now_ms, args.interval_ms))
-            if outcome.info is not None:
-                voters = tuple(v.replica_id for v in outcome.info.voters)
-            if scrapes is not None:
-                records, errors = node_metrics.finish(scrapes, cluster_id, voters, now_ms)
-                for record in records:
-                    publisher.publish(record)
-                for node in set(errors) - silent_nodes:
-                    log.warning("node %d's metrics endpoint: %s", node, errors[node])
-                for node in silent_nodes - set(errors):
-                    log.info("node %d's metrics endpoint answers again", node)
-                silent_nodes = set(errors)
+            # no records while no cluster id is known to key them by: logged above, and --cluster-id avoids it
+            for record in result.records:
+                publisher.publish(record)
+            for node in result.silent_nodes.keys() - silent_nodes:
+                log.warning("node %d's metrics endpoint: %s", node, result.silent_nodes[node])
+            for node in silent_nodes - result.silent_nodes.keys():
+                log.info("node %d's metrics endpoint answers again", node)
+            silent_nodes = set(result.silent_nodes)
     except KeyboardInterrupt:
         pass
     finally:
-        poller.close()
-        if node_metrics:
-            node_metrics.close()
+        collection.close()
         publisher.close()
     if publisher.dropped_total:
         log.warning("%d record(s) could not be published", publisher.dropped_total)

@@ -17,8 +17,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
-import struct
 import subprocess
 import tempfile
 import time
@@ -33,8 +31,7 @@ from quorum.describe_tool import DescribeError, QuorumInfo, fetch_quorum, quorum
 from quorum.kafka_broker import (LOG4J2_PROPERTIES, SINGLE_NODE_SETTINGS, BrokerError, java_command,
                                  random_cluster_id, terminate, write_properties)
 from quorum.loopback_ports import free_port
-from quorum.wire import apis
-from quorum.wire.codec import decode_response, encode_request
+from quorum.node.peer_client import describe_quorum_directly
 
 DEFAULT_START_TIMEOUT_S = 120.0
 JMX_EXPORTER_RULES = jvm.REPOSITORY / "deploy" / "kafka-jmx-exporter.yml"
@@ -162,7 +159,9 @@ class KafkaCluster:
             self.wait_for(self._controllers_formed, timeout_s, "a controller leader every voter follows")
             for node_id in self.broker_ids():
                 self._spawn(self.nodes[node_id])
-            self.wait_for(self._formed, timeout_s, "a leader, every node fetching and every broker registered")
+            admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
+            self.wait_for(lambda: self._formed(admin), timeout_s,
+                          "a leader, every node fetching and every broker registered")
         except BaseException:
             self.stop(keep_files=True)
             raise
@@ -280,9 +279,9 @@ class KafkaCluster:
 
     # --- what the quorum says ---------------------------------------------------------------------
 
-    def describe(self, timeout_ms: int = 3000, bootstrap: str | None = None) -> QuorumInfo:
-        """DescribeQuorum, through the brokers unless told otherwise."""
-        _, answer = fetch_quorum(bootstrap or self.bootstrap, {}, timeout_ms)
+    def describe(self, timeout_ms: int = 3000) -> QuorumInfo:
+        """DescribeQuorum, through the brokers."""
+        _, answer = fetch_quorum(self.bootstrap, {}, timeout_ms)
         return quorum_info(answer)
 
     def leader(self) -> int:
@@ -326,20 +325,9 @@ class KafkaCluster:
         return info if fresh and seen == running else None
 
     def describe_controller(self, node_id: int, timeout_s: float = 2.0) -> QuorumInfo:
-        """DescribeQuorum v2 sent straight to one controller (a controller answers no metadata
-        request, so an admin client cannot bootstrap from it); only the leader answers with the
+        """DescribeQuorum sent straight to one controller: only the leader answers with the
         quorum, the others with NOT_LEADER_OR_FOLLOWER (DescribeError)."""
-        request_cls = apis.SUPPORTED[apis.DESCRIBE_QUORUM].request
-        topic = request_cls.TopicData
-        request = request_cls(topics=[topic(topic_name="__cluster_metadata",
-                                            partitions=[topic.PartitionData(partition_index=0)])])
-        node = self.nodes[node_id]
-        with socket.create_connection((self.host, node.port), timeout=timeout_s) as conn:
-            conn.sendall(encode_request(request, 2, 1, "quorum-kafka-cluster"))
-            size = struct.unpack(">i", _read_exactly(conn, 4))[0]
-            payload = _read_exactly(conn, size)
-        answer = decode_response(apis.SUPPORTED[apis.DESCRIBE_QUORUM], 2, payload)
-        return quorum_info(answer.to_dict())
+        return quorum_info(describe_quorum_directly(node_id, self.host, self.nodes[node_id].port, timeout_s))
 
     def _controllers_formed(self) -> bool:
         now = int(time.time() * 1000)
@@ -352,8 +340,7 @@ class KafkaCluster:
                 v.replica_id == info.leader_id or now - v.last_fetch_timestamp <= 1500 for v in info.voters)
         return False
 
-    def _formed(self) -> bool:
-        admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
+    def _formed(self, admin: AdminClient) -> bool:
         try:
             brokers = admin.list_topics(timeout=1).brokers
         except KafkaException:
@@ -363,12 +350,3 @@ class KafkaCluster:
         info = self.every_replica_fetching()
         return info is not None and sorted(v.replica_id for v in info.voters) == self.initial_controllers
 
-
-def _read_exactly(conn: socket.socket, n: int) -> bytes:
-    data = bytearray()
-    while len(data) < n:
-        chunk = conn.recv(n - len(data))
-        if not chunk:
-            raise ConnectionError("the controller closed the connection")
-        data += chunk
-    return bytes(data)

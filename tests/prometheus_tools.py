@@ -1,8 +1,10 @@
 """The Prometheus binaries (Debian packages) for tests: fail with the install command when one is
 missing (CI installs them, so a missing binary is a broken environment, not a reason to skip),
-run the command-line tools, and run the servers on loopback free ports until the test ends."""
+run the command-line tools, and run the servers on loopback free ports until the test ends; and
+the shipped alerting rules, read as Prometheus reads them."""
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import time
@@ -11,8 +13,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+import yaml
 
 from quorum.loopback_ports import free_port
+
+RULES = yaml.safe_load((Path(__file__).resolve().parents[1] / "alerts" / "quorum-health.rules.yml").read_text())
 
 PACKAGE_OF = {
     "promtool": "prometheus",
@@ -110,3 +115,16 @@ def wait_for(condition, timeout_s: float, what, interval_s: float = 0.2):
     if callable(what):
         what = what()
     pytest.fail(f"timed out after {timeout_s} s waiting for {what} (last: {last!r})", pytrace=False)
+
+
+def rule(name: str) -> dict:
+    """The shipped alerting rule `name`."""
+    return next(r for g in RULES["groups"] for r in g["rules"] if r.get("alert") == name)
+
+
+def seconds(duration: str) -> float:
+    """A Prometheus duration (`for: 1m30s`) in seconds."""
+    total = 0.0
+    for number, unit in re.findall(r"(\d+)(ms|s|m|h)", duration):
+        total += int(number) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[unit]
+    return total

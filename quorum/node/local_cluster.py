@@ -168,20 +168,8 @@ class Cluster:
     def describe_direct(self, i: int, version: int = 2) -> dict:
         """DescribeQuorum (v2 unless told) sent to node `i` only (the admin client may pick any
         node it knows for the request, a frozen one included)."""
-        import asyncio
-        from quorum.node.peer_client import PeerConnection
-        from quorum.wire import apis as w
-
-        async def ask():
-            conn = PeerConnection(i, "127.0.0.1", self.ports[i], "test-client", 1 << 20)
-            req = w.SUPPORTED[w.DESCRIBE_QUORUM].request
-            T = req.TopicData
-            body = req(topics=[T(topic_name="__cluster_metadata", partitions=[T.PartitionData(partition_index=0)])])
-            try:
-                return (await conn.request(w.DESCRIBE_QUORUM, version, body, 5.0)).to_dict()
-            finally:
-                conn.close()
-        return asyncio.run(ask())
+        from quorum.node.peer_client import describe_quorum_directly
+        return describe_quorum_directly(i, "127.0.0.1", self.ports[i], 5.0, version)
 
     def append_direct(self, i: int, values: list[bytes], acks: int = -1, timeout_s: float = 10.0) -> list[int]:
         """Offsets of `values` appended with one Produce request sent to node `i` only (no

@@ -16,7 +16,7 @@ import logging
 from typing import Any, Callable
 
 from quorum.node.faults import Faults
-from quorum.wire.apis import FETCH, SUPPORTED
+from quorum.wire.apis import DESCRIBE_QUORUM, FETCH, SUPPORTED
 from quorum.wire.codec import WireError, decode_response, encode_request, read_frame, response_correlation_id
 
 log = logging.getLogger(__name__)
@@ -205,3 +205,21 @@ class PeerClients:
         for c in self._conns.values():
             c.close()
         self._conns.clear()
+
+
+def describe_quorum_directly(node_id: int, host: str, port: int, timeout_s: float = 5.0, version: int = 2) -> dict:
+    """DescribeQuorum of __cluster_metadata-0 sent to this one node, on a connection of its own
+    (an admin client may pick any node it knows, and a Kafka controller answers no metadata
+    request to bootstrap from): the answer's to_dict(). PeerUnavailable when it cannot answer."""
+    request_cls = SUPPORTED[DESCRIBE_QUORUM].request
+    topic = request_cls.TopicData
+    body = request_cls(topics=[topic(topic_name="__cluster_metadata",
+                                     partitions=[topic.PartitionData(partition_index=0)])])
+
+    async def ask() -> dict:
+        conn = PeerConnection(node_id, host, port, "quorum-describe", 1 << 20)
+        try:
+            return (await conn.request(DESCRIBE_QUORUM, version, body, timeout_s)).to_dict()
+        finally:
+            conn.close()
+    return asyncio.run(ask())

@@ -1,6 +1,6 @@
-"""The collector's view of the session's real KRaft cluster, judged live: `quorum collect`'s poll
-loop (its QuorumPoller and record_of, at the documented 1 s interval) on a thread, each record
-encoded and decoded by the event contract and folded at once into the job's health state machine
+"""The collector's view of the package's real KRaft cluster, judged live: `quorum collect`'s
+poll (its Collection, at the documented 1 s interval) on a thread, each record encoded and
+decoded by the event contract and folded at once into the job's health state machine
 (streaming.health.tracker), as a 1 s trigger would see it. Tests fault the cluster and await
 verdicts with deadlines; every verdict carries the wall time it was reached."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any, Callable
 import pytest
 
 from quorum import events
-from quorum.collector import QuorumPoller, record_of
+from quorum.collector import Collection, QuorumPoller
 from quorum.kafka_cluster import KafkaCluster
 from quorum.kafka_node_metrics import NodeMetricsReader
 from streaming.health.config import HealthConfig
@@ -42,12 +42,12 @@ class Watch:
         """`node_metrics`: also read every node's JMX exporter endpoint, as `quorum collect
         --node-metrics` does, and fold each node's `metrics` record in with the poll's."""
         self.cluster = cluster
-        self.node_metrics = NodeMetricsReader({i: cluster.metrics_url(i) for i in cluster.nodes}, interval_ms) \
-            if node_metrics else None
-        self.voters: tuple[int, ...] = ()
         self.interval_ms = interval_ms
         self.cfg = cfg or HealthConfig()
-        self.poller = QuorumPoller(cluster.bootstrap, timeout_ms=interval_ms, want_cluster_id=False)
+        reader = NodeMetricsReader({i: cluster.metrics_url(i) for i in cluster.nodes}, interval_ms) \
+            if node_metrics else None
+        self.collection = Collection(QuorumPoller(cluster.bootstrap, timeout_ms=interval_ms, want_cluster_id=False),
+                                     cluster.bootstrap, interval_ms, cluster.cluster_id, reader)
         self.state = new_state(cluster.cluster_id, "__cluster_metadata", 0)
         self.records: list[dict[str, Any]] = []
         self.rows: list[dict[str, Any]] = []
@@ -62,23 +62,15 @@ class Watch:
     def close(self) -> None:
         self._stop.set()
         self._thread.join(10)
-        self.poller.close()
-        if self.node_metrics:
-            self.node_metrics.close()
+        self.collection.close()
 
     def _run(self) -> None:
         next_poll = time.monotonic()
         while not self._stop.is_set():
             self._stop.wait(max(0.0, next_poll - time.monotonic()))
             next_poll = max(next_poll + self.interval_ms / 1000, time.monotonic())
-            scrapes = self.node_metrics.begin() if self.node_metrics else None
-            outcome = self.poller.poll()
-            now_ms = int(time.time() * 1000)
-            records = [record_of(outcome, self.cluster.cluster_id, self.cluster.bootstrap, now_ms, self.interval_ms)]
-            if outcome.info is not None:
-                self.voters = tuple(v.replica_id for v in outcome.info.voters)
-            if scrapes is not None:
-                records += self.node_metrics.finish(scrapes, self.cluster.cluster_id, self.voters, now_ms)[0]
+            records = self.collection.poll().records
+            now_ms = records[0].time_ms
             batch = [events.to_dict(events.decode(events.encode(r))) for r in records]
             with self._lock:
                 for rec in batch:

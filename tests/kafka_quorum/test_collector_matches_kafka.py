@@ -1,22 +1,18 @@
-"""`quorum describe` and `quorum collect`'s snapshot of a real KRaft quorum (three controllers, a broker) says what
-Kafka's own `kafka-metadata-quorum describe --status --replication` says, asked in the same
-breath: leader, epoch, high watermark, voters and observers with their directory ids, log end
-offsets and timestamps (values that move between the calls within a stated tolerance: the
-leader appends a NoOp every 500 ms, and Kafka's tool starts a JVM, ~2 s here)."""
+"""`quorum describe` and `quorum collect`'s snapshot of a real KRaft quorum (three controllers, a
+broker) say what Kafka's own `kafka-metadata-quorum describe --status --replication` says, asked
+in the same breath: leader, epoch, high watermark, voters and observers with their directory
+ids, log end offsets and timestamps (values that move between the calls within a stated
+tolerance: the leader appends a NoOp every 500 ms, and Kafka's tool starts a JVM, ~2 s here)."""
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
-import time
-import uuid
-
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from kafka_tools import (OFFSET_TOLERANCE, TIME_TOLERANCE_MS, assert_describe_replication_matches,
                          assert_describe_status_matches, metadata_quorum)
 from quorum import events
-
+from quorum.node.local_cluster import read_events
 
 
 def collect_once(cluster, events_bootstrap: str, topic: str, *options: str, records: int = 1) -> list[dict]:
@@ -25,19 +21,9 @@ def collect_once(cluster, events_bootstrap: str, topic: str, *options: str, reco
                           "--events-bootstrap-server", events_bootstrap, "--events-topic", topic, "--count", "1",
                           *options], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    consumer = Consumer({"bootstrap.servers": events_bootstrap, "group.id": f"t-{uuid.uuid4().hex[:6]}"})
-    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-    got: list[dict] = []
-    try:
-        deadline = time.monotonic() + 30
-        while len(got) < records and time.monotonic() < deadline:
-            msg = consumer.poll(0.2)
-            if msg is not None and not msg.error():
-                got.append(events.to_dict(events.decode(msg.value())))
-    finally:
-        consumer.close()
+    got = read_events(events_bootstrap, topic, lambda rs: len(rs) >= records)
     assert len(got) == records, (got, out.stderr)
-    return got
+    return [events.to_dict(r) for r in got]
 
 
 def test_quorum_describe_status_matches_kafkas_tool(kafka_cluster):

@@ -13,18 +13,16 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
 import pytest
-import yaml
 
 from kafka_tools import kafka_tool, METADATA_QUORUM
 from packet_filter import PacketFilter
 from streaming.health import statuses as S
+from tests.prometheus_tools import rule, seconds
 
 pytestmark = pytest.mark.slow
 
-RULES = Path(__file__).resolve().parents[2] / "alerts" / "quorum-health.rules.yml"
 SOAK_S = int(os.environ.get("QUORUM_KAFKA_SOAK_S", "30"))
 # a fetch timeout (2 s, Kafka's default) plus two polls and an evaluation
 VERDICT_WITHIN_S = 2.0 + 2 * 1.0 + 1.0
@@ -42,14 +40,6 @@ def settle(watch, timeout_s: float = 30) -> int:
             (watch.latest("replica", v) or {}).get("status") == S.CAUGHT_UP for v in voters)
     watch.cluster.wait_for(healthy, timeout_s, "a healthy verdict")
     return watch.mark()
-
-
-def alert_for_s(alert: str) -> float:
-    """How long the shipped rules let `alert`'s condition hold before it pages."""
-    rules = yaml.safe_load(RULES.read_text())
-    rule = next(r for g in rules["groups"] for r in g["rules"] if r.get("alert") == alert)
-    value = rule.get("for", "0s")
-    return float(value[:-1]) * {"s": 1, "m": 60}[value[-1]]
 
 
 def seconds_since(t0: float, row: dict) -> float:
@@ -149,7 +139,7 @@ def test_a_killed_leader_is_replaced_and_only_its_own_absence_pages(watch, kafka
         if r["status"] == S.LEADERLESS:
             ended = path[i + 1]["wall_ms"] if i + 1 < len(path) else int(time.time() * 1000)
             print(f"leaderless for {(ended - r['wall_ms']) / 1000:.1f} s ({r['reason']})")
-            assert ended - r["wall_ms"] < alert_for_s("QuorumLeaderless") * 1000, path
+            assert ended - r["wall_ms"] < seconds(rule("QuorumLeaderless")["for"]) * 1000, path
     survivors = [v for v in kafka_cluster.controller_ids() if v != old]
     assert all(replica_path(watch, mark, v) in ([], [(S.CAUGHT_UP, S.UNKNOWN), (S.UNKNOWN, S.CAUGHT_UP)])
                for v in survivors), {v: replica_path(watch, mark, v) for v in survivors}

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -17,25 +16,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-import yaml
 
 from tests.prometheus_tools import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
-RULES = yaml.safe_load((ROOT / "alerts" / "quorum-health.rules.yml").read_text())
 START_TIMEOUT_S = 360
 CLUSTER = "local-quorum"
-
-
-def rule(name: str) -> dict:
-    return next(r for g in RULES["groups"] for r in g["rules"] if r.get("alert") == name)
-
-
-def seconds(duration: str) -> float:
-    total = 0.0
-    for number, unit in re.findall(r"(\d+)(ms|s|m|h)", duration):
-        total += int(number) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[unit]
-    return total
 
 
 def await_value(what, fn, timeout_s, interval_s=1.0):

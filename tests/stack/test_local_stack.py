@@ -15,7 +15,9 @@ import time
 import urllib.parse
 import urllib.request
 
-from .conftest import alert_summaries, await_value, firing, leader_of, promql, rule, seconds, stack_cli
+from tests.prometheus_tools import rule, seconds
+
+from .conftest import alert_summaries, await_value, firing, leader_of, promql, stack_cli
 
 
 def test_quiet_stack_fires_no_alert_for_two_minutes(stack):

@@ -9,7 +9,9 @@ from __future__ import annotations
 import re
 import time
 
-from .conftest import alert_summaries, await_value, firing, health_events, promql, rule, seconds, stack_cli
+from tests.prometheus_tools import rule, seconds
+
+from .conftest import alert_summaries, await_value, firing, health_events, promql, stack_cli
 
 
 def kafka_quorum_calm(state, cluster: str) -> bool:

@@ -13,8 +13,10 @@ import time
 
 import pytest
 
-from .conftest import (CLUSTER, alert_summaries, await_healthy, await_value, chaos, firing, health_events, leader_of, promql, rule,
-                       seconds)
+from tests.prometheus_tools import rule, seconds
+
+from .conftest import (CLUSTER, alert_summaries, await_healthy, await_value, chaos, firing, health_events, leader_of,
+                       promql)
 
 CAUSE_TIMEOUT_S = 45
 
