@@ -208,11 +208,11 @@ def test_adding_and_removing_a_controller_changes_the_voter_set_the_majority_cou
         kafka_cluster.wait_for(lambda: (watch.latest("replica", new) or {}).get("status") == S.CAUGHT_UP,
                                RECOVERY_WITHIN_S, f"voter {new} caught up")
 
+        mark_removed = watch.mark()  # before the tool: its change can be polled before it exits
         removed = kafka_tool(METADATA_QUORUM, "--bootstrap-controller", kafka_cluster.bootstrap_controllers,
                              "remove-controller", "--controller-id", str(new),
                              "--controller-directory-id", kafka_cluster.nodes[new].directory_id)
         assert removed.returncode == 0, removed.stdout + removed.stderr
-        mark_removed = watch.mark()
         row = watch.await_row(mark_removed, lambda r: str(new) not in r["reason"].split("->")[-1], 30,
                               f"a voter set without {new}", kind="voter_set")
         print(f"remove-controller {new}: {row['reason']}")
