@@ -55,9 +55,9 @@ def quorum_path(watch, mark: int) -> list[tuple[str, str]]:
 
 
 def worsened_then_recovered(path: list[tuple[str, str]], worst: str, recovered: str) -> bool:
-    """No flapping: the status only worsens (through `lagging`, say) until `worst`, then recovers
-    once, straight to `recovered`."""
-    order = S.REPLICA_STATUSES if worst in S.REPLICA_STATUSES else S.QUORUM_STATUSES
+    """No flapping in a replica's path: its status only worsens (through `lagging`, say) until
+    `worst`, then recovers once, straight to `recovered`."""
+    order = S.REPLICA_STATUSES  # best to worst
     *worse, last = path or [(None, None)]
     return bool(worse) and worse[-1][1] == worst and last == (worst, recovered) and all(
         order.index(new) > order.index(old) for old, new in worse)
