@@ -4,8 +4,11 @@ Record model: the log is a sequence of `LogRecord`s at consecutive offsets from 
 record has the leader epoch that appended it, its payload bytes, the leader's append time
 and a `kind`: `data` (appended through `RaftNode.append`), or one of the control kinds the
 core writes itself, `leader_change` (first record of every epoch, KIP-595) and `noop`
-(KIP-835's NoOpRecord after `metadata.max.idle.interval.ms` without appends). A wire
-layer groups consecutive records of one epoch and kind into one Kafka record batch.
+(KIP-835's NoOpRecord after `metadata.max.idle.interval.ms` without appends). Apache Kafka's
+controllers also write `kraft_version` and `voters` control records (KIP-853) into the
+metadata log; the core carries them, and any control record type it does not know, without
+interpreting them. A wire layer groups consecutive records of one epoch and kind into one
+Kafka record batch, and a follower keeps the batches its leader sent as they were.
 
 Crash and fsync contract (what a durable implementation must guarantee):
 - `append` may keep records in memory only; they are durable once `flush` returns.
@@ -26,8 +29,10 @@ from typing import NamedTuple, Sequence
 DATA = "data"
 LEADER_CHANGE = "leader_change"
 NOOP = "noop"
-RECORD_KINDS = (DATA, LEADER_CHANGE, NOOP)
-CONTROL_KINDS = (LEADER_CHANGE, NOOP)
+KRAFT_VERSION = "kraft_version"
+VOTERS = "voters"
+RECORD_KINDS = (DATA, LEADER_CHANGE, NOOP, KRAFT_VERSION, VOTERS)
+CONTROL_KINDS = (LEADER_CHANGE, NOOP, KRAFT_VERSION, VOTERS)
 
 
 class LogRecord(NamedTuple):

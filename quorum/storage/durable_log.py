@@ -2,10 +2,15 @@
 package.
 
 Record kinds map onto Kafka's record format: `data` records are ordinary records; a
-`leader_change` record is a control record (control batch, key = version 0, type 2,
-Kafka's LeaderChangeMessage type); a `noop` record is an ordinary record tagged with a
-`kind: noop` header (Kafka's NoOpRecord is a metadata record, not a control record).
-Consecutive records of one epoch and kind become one batch.
+`leader_change`, `kraft_version` or `voters` record is a control record (control batch, key =
+version 0 and Kafka's control record type 2, 5 or 6); a control record of a type this module
+does not know keeps its type in its kind (`control_type_N`), so it is carried, never refused; a
+`noop` record is an ordinary record tagged with a `kind: noop` header (Kafka's NoOpRecord is a
+metadata record, not a control record). Consecutive records of one epoch go into one batch per
+kind, control records of any type sharing one control batch as Kafka's do.
+
+A follower appends the batches its leader sent, byte for byte (`_ReceivedBatches`): a Kafka
+leader's batch boundaries, attributes and CRCs survive, whatever the batch holds.
 """
 from __future__ import annotations
 
@@ -14,19 +19,36 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Sequence
 
-from quorum.raft.log import DATA, LEADER_CHANGE, NOOP, LogRecord, ReplicatedLog
+from quorum.raft.log import DATA, KRAFT_VERSION, LEADER_CHANGE, NOOP, VOTERS, LogRecord, ReplicatedLog
 from quorum.raft.quorum_state_store import ElectionState, QuorumStateStore
 from quorum.storage import record_batches
 from quorum.storage.quorum_state_file import QuorumStateFile, StoredQuorumState
 from quorum.storage.segment_log import DEFAULT_SEGMENT_BYTES, RecoveryReport, SegmentLog
 
-LEADER_CHANGE_KEY = struct.pack(">hh", 0, 2)
+# Kafka's ControlRecordType values for the control records of a KRaft metadata log
+CONTROL_TYPES = {LEADER_CHANGE: 2, KRAFT_VERSION: 5, VOTERS: 6}
+_KIND_OF_TYPE = {t: kind for kind, t in CONTROL_TYPES.items()}
+_OTHER_CONTROL = "control_type_"
+_CONTROL_KEY = struct.Struct(">hh")           # version, type
+LEADER_CHANGE_KEY = _CONTROL_KEY.pack(0, CONTROL_TYPES[LEADER_CHANGE])
 _NOOP_HEADERS = (("kind", b"noop"),)
+
+
+def _control_kind(key: bytes | None) -> str:
+    control_type = _CONTROL_KEY.unpack_from(key)[1] if key and len(key) >= 4 else -1
+    return _KIND_OF_TYPE.get(control_type) or f"{_OTHER_CONTROL}{control_type}"
+
+
+def _control_key(kind: str) -> bytes:
+    control_type = CONTROL_TYPES.get(kind)
+    if control_type is None:
+        control_type = int(kind[len(_OTHER_CONTROL):])
+    return _CONTROL_KEY.pack(0, control_type)
 
 
 def _kind_of(r: record_batches.LogRecord) -> str:
     if r.control:
-        return LEADER_CHANGE
+        return LEADER_CHANGE if r.key == LEADER_CHANGE_KEY else _control_kind(r.key)
     if r.headers and r.headers[0] == ("kind", b"noop"):
         return NOOP
     return DATA
@@ -36,25 +58,30 @@ def to_core(r: record_batches.LogRecord) -> LogRecord:
     return LogRecord(r.offset, r.epoch, r.value or b"", r.timestamp_ms, _kind_of(r))
 
 
+def _is_control(kind: str) -> bool:
+    return kind != DATA and kind != NOOP
+
+
 def encode_records(records: Sequence[LogRecord]) -> list[tuple[int, int, bool, list[tuple]]]:
     """Group records into batches: (base offset, epoch, control, [(ts, key, value, headers)])."""
     out: list[tuple[int, int, bool, list[tuple]]] = []
     prev = None
     for r in records:
-        group = (r.epoch, r.kind)
+        kind = r.kind
+        control = _is_control(kind)
+        group = (r.epoch, True if control else kind)
         if group != prev:
-            out.append((r.offset, r.epoch, r.kind == LEADER_CHANGE, []))
+            out.append((r.offset, r.epoch, control, []))
             prev = group
-        key = LEADER_CHANGE_KEY if r.kind == LEADER_CHANGE else None
-        headers = _NOOP_HEADERS if r.kind == NOOP else ()
+        key = (LEADER_CHANGE_KEY if kind == LEADER_CHANGE else _control_key(kind)) if control else None
+        headers = _NOOP_HEADERS if kind == NOOP else ()
         out[-1][3].append((r.append_time_ms, key, r.value, headers))
     return out
 
 
 class _BatchCache:
-    """Recently built or received batches by their full content: a leader builds the same
-    batch for its log and for each follower's fetch answer, and a follower appends exactly the
-    batches it just received. Keyed by content, so a hit is always the same bytes."""
+    """Recently built batches by their full content: a leader builds the same batch for its log
+    and for each follower's fetch answer. Keyed by content, so a hit is always the same bytes."""
 
     SIZE = 256
 
@@ -66,16 +93,47 @@ class _BatchCache:
         data = self._batches.get(key)
         if data is None:
             data = record_batches.build_batch(base, epoch, recs, control)
-            self.remember(key, data)
+            self._batches[key] = data
+            if len(self._batches) > self.SIZE:
+                self._batches.popitem(last=False)
         return data
 
-    def remember(self, key: tuple, data: bytes) -> None:
-        self._batches[key] = data
-        if len(self._batches) > self.SIZE:
-            self._batches.popitem(last=False)
+
+class _ReceivedBatches:
+    """The batches of recent Fetch answers, by base offset, with the records decoded from each:
+    a follower about to append exactly those records appends the leader's bytes instead of a
+    re-encoding, which would differ from a Kafka leader's (batch boundaries, several control
+    record types in one batch). Records are compared, so a batch replaced after a truncation
+    is never mistaken for the one remembered."""
+
+    SIZE = 1024
+
+    def __init__(self) -> None:
+        self._by_base: OrderedDict[int, tuple[tuple[LogRecord, ...], bytes]] = OrderedDict()
+
+    def remember(self, records: tuple[LogRecord, ...], data: bytes) -> None:
+        self._by_base[records[0].offset] = (records, data)
+        self._by_base.move_to_end(records[0].offset)
+        if len(self._by_base) > self.SIZE:
+            self._by_base.popitem(last=False)
+
+    def match(self, records: Sequence[LogRecord], i: int) -> tuple[bytes, int] | None:
+        """(bytes, record count) of the received batch holding exactly records[i:i+count]."""
+        hit = self._by_base.get(records[i].offset)
+        if hit is None:
+            return None
+        recs, data = hit
+        n = len(recs)
+        if tuple(records[i:i + n]) != recs:
+            return None
+        return data, n
+
+    def starts_batch(self, offset: int) -> bool:
+        return offset in self._by_base
 
 
 _cache = _BatchCache()
+_received = _ReceivedBatches()
 
 
 def records_to_batches(records: Sequence[LogRecord]) -> bytes:
@@ -86,14 +144,30 @@ def records_to_batches(records: Sequence[LogRecord]) -> bytes:
 
 def batches_to_records(data: bytes) -> list[LogRecord]:
     """Records of a Fetch response's `Records`, every batch CRC checked (CorruptBatch otherwise)."""
-    out = []
+    out: list[LogRecord] = []
+    view = memoryview(data)
     for pos, info in record_batches.scan(data):
-        recs = [to_core(r) for r in record_batches.records_of(memoryview(data)[pos:pos + info.size])]
-        groups = encode_records(recs)
-        if len(groups) == 1:   # the follower is about to append exactly this batch
-            base, epoch, control, values = groups[0]
-            _cache.remember((base, epoch, control, tuple(values)), bytes(data[pos:pos + info.size]))
+        recs = tuple(to_core(r) for r in record_batches.records_of(view[pos:pos + info.size]))
+        _received.remember(recs, bytes(view[pos:pos + info.size]))
         out.extend(recs)
+    return out
+
+
+def _batches_for_append(records: Sequence[LogRecord]) -> list[bytes]:
+    """The bytes appending `records` writes: received batches as they came, the rest encoded."""
+    out: list[bytes] = []
+    i, n = 0, len(records)
+    while i < n:
+        hit = _received.match(records, i)
+        if hit is not None:
+            out.append(hit[0])
+            i += hit[1]
+            continue
+        j = i + 1
+        while j < n and not _received.starts_batch(records[j].offset):
+            j += 1
+        out.extend(_cache.build(base, epoch, control, recs) for base, epoch, control, recs in encode_records(records[i:j]))
+        i = j
     return out
 
 
@@ -125,10 +199,10 @@ class DurableLog(ReplicatedLog):
         return self.segments.last_epoch
 
     def append(self, records: Sequence[LogRecord]) -> None:
-        for base, epoch, control, recs in encode_records(records):
-            if base != self.segments.end_offset:
-                raise ValueError(f"append at offset {base}, log end is {self.segments.end_offset}")
-            self.segments.append_built(_cache.build(base, epoch, control, recs))
+        if records and records[0].offset != self.segments.end_offset:
+            raise ValueError(f"append at offset {records[0].offset}, log end is {self.segments.end_offset}")
+        for data in _batches_for_append(records):
+            self.segments.append_built(data)
         self._tail.extend(records)
         extra = len(self._tail) - self.TAIL_RECORDS
         if extra > self.TAIL_RECORDS // 4:      # trim in steps, not on every append

@@ -41,3 +41,27 @@ def test_a_follower_appends_the_very_bytes_it_received(tmp_path):
     assert got == records
     follower.append(got)
     assert follower.segments.read_batches(0, 1 << 20) == leader.segments.read_batches(0, 1 << 20) == wire
+
+
+def test_a_follower_keeps_a_kafka_leaders_batches_as_they_came(tmp_path):
+    """Kafka's controllers write LeaderChange, KRaftVersion and Voters records in one control batch
+    and several data batches in one epoch: re-encoding would regroup them, so a follower appends the
+    batches it received, and reads the control records back with their types."""
+    from quorum.raft.log import KRAFT_VERSION, VOTERS
+    from quorum.storage import record_batches
+    from quorum.storage.durable_log import batches_to_records, records_to_batches
+    control = [(5, b"\x00\x00\x00\x02", b"change"), (5, b"\x00\x00\x00\x05", b"kraft"),
+               (5, b"\x00\x00\x00\x06", b"voters"), (5, b"\x00\x00\x00\x63", b"a type unknown here")]
+    wire = (record_batches.build_batch(0, 1, control, control=True)
+            + record_batches.build_batch(4, 1, [(6, None, b"a"), (6, None, b"b")])
+            + record_batches.build_batch(6, 1, [(7, None, b"c")]))
+    got = batches_to_records(wire)
+    assert [r.kind for r in got] == [LEADER_CHANGE, KRAFT_VERSION, VOTERS, "control_type_99", DATA, DATA, DATA]
+    assert records_to_batches(got[:4]) == wire[:len(records_to_batches(got[:4]))]   # one control batch, as sent
+    follower, _ = DurableLog.open(tmp_path, fsync=False)
+    follower.append(got)
+    assert follower.segments.read_batches(0, 1 << 20) == wire
+    follower.close()
+    reopened, _ = DurableLog.open(tmp_path, fsync=False)
+    assert list(reopened.read(0, 10)) == got                  # the kinds survive the files
+    reopened.close()
