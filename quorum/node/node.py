@@ -101,6 +101,7 @@ class QuorumNode:
         self._linger_deadline: float | None = None
         self._commit_waits: list[_AppendWait] = []
         self._stopping = False
+        self._cannot_follow: str | None = None   # the core's last reason, logged once
         self._tasks: set[asyncio.Task] = set()
         self.core: RaftNode | None = None
         # replica id -> its data directory's id (uuid.UUID), learned from the Fetch requests it sends
@@ -306,6 +307,10 @@ class QuorumNode:
                 else:
                     self._respond(msg)   # a no-op for one already sent before the flush
         for out in outputs:
+            if out.cannot_follow is not None and out.cannot_follow != self._cannot_follow:
+                log.error("node %d: %s", self.config.node_id, out.cannot_follow)
+            if out.cannot_follow is not None or out.appended:
+                self._cannot_follow = out.cannot_follow
             for ev in out.events:
                 if ev.TYPE == "state_change":
                     log.info("node %d: %s -> %s, epoch %d, leader %d (%s)", ev.node_id, ev.from_state,
@@ -572,6 +577,7 @@ class QuorumNode:
                 "log_end_offset": self.log.end_offset(), "flushed_end_offset": self.log.flushed_end_offset(),
                 "faults": self.faults.describe(),
                 "recovery_problems": list(self.recovery.problems) if self.recovery else [],
+                "cannot_follow": self._cannot_follow,
                 "dropped_events_total": self.publisher.dropped_total if self.publisher else 0}
 
     # --- control socket (fault injection) ----------------------------------------------------------------

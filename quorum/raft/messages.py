@@ -207,6 +207,8 @@ class FetchPartitionData:
     diverging_epoch: EpochEndOffset | None = None
     records: tuple[LogRecord, ...] = ()
     log_start_offset: int = 0
+    # a Kafka leader's answer to a fetch below its log start: the snapshot to fetch instead
+    snapshot_id: EpochEndOffset | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -899,8 +899,18 @@ class RaftNode:
         st.fetch_deadline = now + self.config.fetch_timeout_ms
         self._last_fetch_ok = (st.epoch, st.leader_id, now)
         st.leader_resigned = False
-        st.fetch_errors = 0
         log = self.log
+        if part.snapshot_id is not None:
+            # A Kafka leader whose log now starts above ours offers its snapshot instead.
+            # FetchSnapshot is not implemented: say so, and ask again only at the backoff's pace.
+            s = part.snapshot_id
+            self._out.cannot_follow = (
+                f"leader {st.leader_id} no longer has the records from offset {log.end_offset()} on (its log "
+                f"starts at {part.log_start_offset}) and offers its snapshot {s.end_offset}-{s.epoch} instead; "
+                f"this node does not fetch snapshots (FetchSnapshot), so it cannot follow this leader")
+            self._fetch_retry_later(st)
+            return
+        st.fetch_errors = 0
         if part.diverging_epoch is not None:
             d = part.diverging_epoch
             e, end = log.end_offset_for_epoch(d.epoch)

@@ -36,6 +36,7 @@ class Output:
     append_offsets: tuple[int, int] | None = None              # (first, last) offset of an `append`
     metrics: RaftMetrics | None = None                         # snapshot after this step, at most one
                                                                # per metrics_snapshot_interval_ms
+    cannot_follow: str | None = None                           # why this node cannot follow its leader
 
 
 def leaves_before_flush(message: Message, flushed_end_offset: int) -> bool:

@@ -35,6 +35,7 @@ _RESP_PART = struct.Struct(">ihqqq")                   # index, error, high wate
 _EPOCH_END = struct.Struct(">iq")                      # DivergingEpoch: epoch, end offset
 _LEADER = struct.Struct(">ii")                         # CurrentLeader: leader id, leader epoch
 _REPLICA_STATE = struct.Struct(">iq")                  # ReplicaState: replica id, replica epoch
+_SNAPSHOT_ID = struct.Struct(">qi")                    # SnapshotId: end offset, epoch
 
 
 T = TypeVar("T")
@@ -276,7 +277,7 @@ def decode_response(payload: bytes, names) -> m.FetchResponse:
                 raise Unsupported("null records")
             data = rd.raw(n - 1)
             records = tuple(batches_to_records(bytes(data))) if data else ()
-            diverging, leader = None, m.LeaderIdAndEpoch(-1, -1)
+            diverging, leader, snapshot = None, m.LeaderIdAndEpoch(-1, -1), None
             for tag in rd.tagged():
                 if tag == 0:
                     epoch, end_offset = rd.take(_EPOCH_END)
@@ -285,9 +286,13 @@ def decode_response(payload: bytes, names) -> m.FetchResponse:
                 elif tag == 1:
                     leader = m.LeaderIdAndEpoch(*rd.take(_LEADER))
                     rd.no_tags()
+                elif tag == 2:
+                    end_offset, epoch = rd.take(_SNAPSHOT_ID)
+                    rd.no_tags()
+                    snapshot = None if end_offset < 0 else m.EpochEndOffset(epoch, end_offset)
                 else:
                     raise Unsupported("partition tagged field")
-            parts.append(m.FetchPartitionData(index, perror, hw, leader, diverging, records, log_start))
+            parts.append(m.FetchPartitionData(index, perror, hw, leader, diverging, records, log_start, snapshot))
         rd.no_tags()
         topics.append(m.FetchableTopicResponse(name, tuple(parts)))
     rd.no_tags()

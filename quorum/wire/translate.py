@@ -172,8 +172,10 @@ def fetch_response_from_wire(r: Any, version: int, names: TopicNames) -> m.Fetch
             cl = p.current_leader
             leader = m.LeaderIdAndEpoch(cl.leader_id, cl.leader_epoch) if cl is not None else m.LeaderIdAndEpoch(-1, -1)
             records = tuple(batches_to_records(bytes(p.records))) if p.records else ()
+            sid = getattr(p, "snapshot_id", None)
+            snapshot = None if sid is None or sid.end_offset < 0 else m.EpochEndOffset(sid.epoch, sid.end_offset)
             parts.append(m.FetchPartitionData(p.partition_index, p.error_code, p.high_watermark, leader,
-                                              diverging, records, p.log_start_offset))
+                                              diverging, records, p.log_start_offset, snapshot))
         topics.append(m.FetchableTopicResponse(t.topic if version <= 12 else names.name(t.topic_id), tuple(parts)))
     return m.FetchResponse(r.error_code, tuple(topics), r.throttle_time_ms)
 
