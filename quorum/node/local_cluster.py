@@ -28,11 +28,13 @@ FAST = {"controller.quorum.election.timeout.ms": 300, "controller.quorum.fetch.t
 class Cluster:
     def __init__(self, root: Path, voters: int = 3, observers: int = 1, settings: dict | None = None,
                  events_bootstrap: str | None = None, events_topic: str | None = None, cluster_id: str = "test-cluster",
-                 profile_dir: Path | None = None):
-        """`profile_dir`: run every node under cProfile, writing `node-N.prof` there on exit."""
+                 profile_dir: Path | None = None, first_id: int = 1):
+        """`profile_dir`: run every node under cProfile, writing `node-N.prof` there on exit.
+        `first_id`: the nodes' ids count from it (nodes joining another quorum, whose voters
+        `settings` names, take ids that quorum does not use)."""
         self.root = root
         self.profile_dir = profile_dir
-        self.ids = list(range(1, voters + observers + 1))
+        self.ids = list(range(first_id, first_id + voters + observers))
         self.voter_ids = self.ids[:voters]
         self.ports = {i: free_port() for i in self.ids}
         self.procs: dict[int, subprocess.Popen] = {}

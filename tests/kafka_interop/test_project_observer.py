@@ -1,0 +1,166 @@
+"""A project node as an observer of a real Apache Kafka controller quorum: Kafka's leader serves it
+the `__cluster_metadata` log over Fetch, Kafka's tools see it as an observer, its log is the
+controllers' log byte for byte, it follows a new Kafka leader, and its records reach the monitor."""
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from kafka_interop.conftest import PROJECT_NODE_ID
+from kafka_tools import kafka_tool, metadata_quorum, table
+from quorum.node.local_cluster import read_events
+from quorum.storage import record_batches
+
+SEGMENT = "00000000000000000000.log"
+DUMP_LOG_SEGMENTS = "org.apache.kafka.tools.DumpLogSegments"
+
+
+def controller_segment(cluster, node_id: int) -> Path:
+    return cluster.nodes[node_id].data_dir / "data" / "__cluster_metadata-0" / SEGMENT
+
+
+def node_segment(node) -> Path:
+    return node.root / f"node-{PROJECT_NODE_ID}" / "log" / SEGMENT
+
+
+def directory_id(node) -> str:
+    meta = (node.root / f"node-{PROJECT_NODE_ID}" / "meta.properties").read_text()
+    return next(line.split("=", 1)[1] for line in meta.splitlines() if line.startswith("directory.id="))
+
+
+def batches_below(path: Path, end_offset: int) -> list[tuple[int, int, bytes]]:
+    """(base offset, last offset, bytes) of every batch of a segment file that ends below `end_offset`."""
+    data = path.read_bytes()
+    out = []
+    for pos, info in record_batches.scan(data):
+        if info.last_offset >= end_offset:
+            break
+        out.append((info.base_offset, info.last_offset, data[pos:pos + info.size]))
+    return out
+
+
+def dumped_batches_below(path: Path, end_offset: int) -> list[str]:
+    """Kafka's DumpLogSegments output for a segment (batches and decoded metadata records), up to the
+    first batch that reaches `end_offset`."""
+    out = kafka_tool(DUMP_LOG_SEGMENTS, "--files", str(path), "--cluster-metadata-decoder")
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = []
+    for line in out.stdout.splitlines()[1:]:          # the first line names the file
+        if line.startswith("baseOffset:") and int(line.split()[3]) >= end_offset:   # "lastOffset: N"
+            break
+        lines.append(line)
+    return lines
+
+
+def observer_row(bootstrap: str) -> dict[str, str]:
+    rows = table(metadata_quorum(bootstrap, "--replication"))
+    header = rows[0]
+    found = [dict(zip(header, r)) for r in rows[1:] if r[0] == str(PROJECT_NODE_ID)]
+    return found[0] if found else {}
+
+
+def await_value(what: str, timeout_s: float, probe, interval_s: float = 0.1):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = probe()
+        if value:
+            return value
+        time.sleep(interval_s)
+    raise AssertionError(f"no {what} within {timeout_s:.0f} s")
+
+
+class HighWatermarks(threading.Thread):
+    """The project node's high watermark, sampled every 50 ms while a test runs."""
+
+    def __init__(self, node):
+        super().__init__(daemon=True)
+        self.node, self.values, self._stop_event = node, [], threading.Event()
+
+    def run(self) -> None:
+        while not self._stop_event.wait(0.05):
+            status = self.node.try_status(PROJECT_NODE_ID)
+            if status is not None:
+                self.values.append(status["high_watermark"])
+
+    def stop(self) -> list[int]:
+        self._stop_event.set()
+        self.join(5)
+        return self.values
+
+
+def test_kafkas_tool_lists_the_project_node_as_an_observer_caught_up_with_the_leader(kafka_cluster,
+                                                                                     project_observer):
+    start = time.monotonic()
+    first = await_value("observer row with lag 0 in kafka-metadata-quorum's output", 60,
+                        lambda: (r := observer_row(kafka_cluster.bootstrap)) and r["Lag"] == "0" and r)
+    print(f"\nKafka's tool lists node {PROJECT_NODE_ID} as a caught-up observer "
+          f"{time.monotonic() - start:.1f} s after it answered its control socket: {first}")
+    assert first["Status"] == "Observer"
+    assert first["DirectoryId"] == directory_id(project_observer)
+    # the leader's own row: the observer's log end offset is the leader's
+    second = await_value("a later caught-up timestamp", 30, lambda: (r := observer_row(kafka_cluster.bootstrap))
+                         and r["Lag"] == "0" and int(r["LastCaughtUpTimestamp"]) > int(first["LastCaughtUpTimestamp"])
+                         and r)
+    print(f"LastCaughtUpTimestamp advanced by {int(second['LastCaughtUpTimestamp']) - int(first['LastCaughtUpTimestamp'])} ms")
+    status = project_observer.try_status(PROJECT_NODE_ID)
+    info = kafka_cluster.describe()
+    assert status["state"] == "observer" and status["leader_id"] == info.leader_id and status["epoch"] == info.leader_epoch
+
+
+def test_its_log_holds_the_controllers_record_batches_byte_for_byte(kafka_cluster, project_observer):
+    info = kafka_cluster.describe()
+    await_value("the observer caught up", 60, lambda: any(
+        o.replica_id == PROJECT_NODE_ID and o.log_end_offset >= info.high_watermark
+        for o in kafka_cluster.describe().observers))
+    end = min(info.high_watermark, project_observer.try_status(PROJECT_NODE_ID)["high_watermark"])
+    theirs = batches_below(controller_segment(kafka_cluster, info.leader_id), end)
+    mine = batches_below(node_segment(project_observer), end)
+    print(f"\n{len(mine)} batches below offset {end}, {sum(len(b) for *_, b in mine)} bytes")
+    assert [(b, last) for b, last, _ in mine] == [(b, last) for b, last, _ in theirs]
+    for (base, last, ours), (_, _, kafkas) in zip(mine, theirs):
+        assert ours == kafkas, f"batch {base}-{last} differs from the Kafka leader's"
+    # Kafka's control records among them, in the one control batch Kafka writes them in:
+    # LeaderChange (2), KRaftVersion (5) and Voters (6)
+    control_types = {int.from_bytes(r.key[2:4], "big") for _, _, data in mine if record_batches.batch_info(data).control
+                     for r in record_batches.records_of(data)}
+    assert {2, 5, 6} <= control_types
+    # and Kafka's own tool reads the node's segment file as it reads the controller's
+    assert dumped_batches_below(node_segment(project_observer), end) == \
+        dumped_batches_below(controller_segment(kafka_cluster, info.leader_id), end)
+
+
+def test_it_follows_a_new_kafka_leader(kafka_cluster, project_observer):
+    info = await_value("the observer following the leader", 60, lambda: (i := kafka_cluster.describe()) and any(
+        o.replica_id == PROJECT_NODE_ID and o.log_end_offset >= i.high_watermark for o in i.observers) and i)
+    old = info.leader_id
+    watermarks = HighWatermarks(project_observer)
+    watermarks.start()
+    try:
+        kafka_cluster.kill(old)
+        killed = time.monotonic()
+        new = kafka_cluster.wait_for(lambda: (i := kafka_cluster.describe()).leader_id not in (-1, old) and i, 60,
+                                     "a new Kafka leader")
+        elected = time.monotonic() - killed
+        await_value(f"the observer fetching from leader {new.leader_id}", 60, lambda: (
+            (s := project_observer.try_status(PROJECT_NODE_ID))["leader_id"] == new.leader_id
+            and any(o.replica_id == PROJECT_NODE_ID and o.log_end_offset >= s["high_watermark"] > new.high_watermark
+                    for o in kafka_cluster.describe().observers)))
+        print(f"\nleader {old} killed: Kafka elected {new.leader_id} in {elected:.1f} s; the project observer "
+              f"fetched from it and caught up {time.monotonic() - killed:.1f} s after the kill")
+    finally:
+        values = watermarks.stop()
+        kafka_cluster.restart(old)
+        kafka_cluster.wait_for(kafka_cluster.every_replica_fetching, 60, "every Kafka replica fetching again")
+    assert values and all(b >= a for a, b in zip(values, values[1:])), "the observer's high watermark moved back"
+
+
+def test_its_records_reach_the_monitor(kafka_cluster, project_observer):
+    leader = kafka_cluster.leader()
+    records = read_events(kafka_cluster.bootstrap, "quorum-events", lambda recs: any(
+        r.TYPE == "metrics" and r.node_id == PROJECT_NODE_ID and r.leader_id == leader for r in recs), timeout_s=60)
+    metrics = [r for r in records if r.TYPE == "metrics" and r.node_id == PROJECT_NODE_ID][-1]
+    print(f"\nthe observer's metrics record: {metrics}")
+    assert metrics.cluster_id == kafka_cluster.cluster_id and metrics.topic == "__cluster_metadata"
+    assert metrics.state == "observer" and metrics.high_watermark > 0
+    assert sorted(metrics.voter_set) == kafka_cluster.controller_ids()
