@@ -98,7 +98,7 @@ def test_kafkas_tool_lists_the_project_node_as_an_observer_caught_up_with_the_le
           f"{time.monotonic() - start:.1f} s after it answered its control socket: {first}")
     assert first["Status"] == "Observer"
     assert first["DirectoryId"] == directory_id(project_observer)
-    # the leader's own row: the observer's log end offset is the leader's
+    # Kafka computes Lag from the leader's log end offset: 0 is the leader's own end offset
     second = await_value("a later caught-up timestamp", 30, lambda: (r := observer_row(kafka_cluster.bootstrap))
                          and r["Lag"] == "0" and int(r["LastCaughtUpTimestamp"]) > int(first["LastCaughtUpTimestamp"])
                          and r)
