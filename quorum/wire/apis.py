@@ -53,16 +53,18 @@ SUPPORTED: dict[int, Api] = {a.key: a for a in (
     Api(METADATA, "Metadata", MetadataRequest, MetadataResponse, 0, 12),
     Api(API_VERSIONS, "ApiVersions", ApiVersionsRequest, ApiVersionsResponse, 0, 3),
     Api(VOTE, "Vote", VoteRequest, VoteResponse, 0, 2),
-    Api(BEGIN_QUORUM_EPOCH, "BeginQuorumEpoch", BeginQuorumEpochRequest, BeginQuorumEpochResponse, 0, 0),
-    Api(END_QUORUM_EPOCH, "EndQuorumEpoch", EndQuorumEpochRequest, EndQuorumEpochResponse, 0, 0),
+    Api(BEGIN_QUORUM_EPOCH, "BeginQuorumEpoch", BeginQuorumEpochRequest, BeginQuorumEpochResponse, 0, 1),
+    Api(END_QUORUM_EPOCH, "EndQuorumEpoch", EndQuorumEpochRequest, EndQuorumEpochResponse, 0, 1),
     Api(DESCRIBE_QUORUM, "DescribeQuorum", DescribeQuorumRequest, DescribeQuorumResponse, 0, 2),
     # the admin client's describe_cluster() (cluster id, controller = the Raft leader)
     Api(DESCRIBE_CLUSTER, "DescribeCluster", DescribeClusterRequest, DescribeClusterResponse, 0, 2),
 )}
 
-# The versions this node sends to its peers.
+# The versions this node sends to its peers. BeginQuorumEpoch and EndQuorumEpoch v1 carry
+# KIP-853's directory ids and leader endpoints, which a static voter set does not have.
 FETCH_VERSION = 17
 VOTE_VERSION = 2
+EPOCH_VERSION = 0
 
 
 def topic_id(topic: str):

@@ -5,11 +5,16 @@ id, and v15+ moves the replica id into the tagged `ReplicaState`.
 """
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from quorum.raft import messages as m
 from quorum.storage.durable_log import batches_to_records, records_to_batches
 from quorum.wire import apis as w
+
+# Directory ids in Vote requests (KIP-853): a candidate of a static voter set sends none, as
+# Kafka's voters of kraft.version 0 do; a receiver compares them only when its voter set has them
+NO_DIRECTORY = uuid.UUID(int=0)
 
 
 class TopicNames:
@@ -29,6 +34,7 @@ def vote_request_to_wire(r: m.VoteRequest) -> w.VoteRequest:
     return w.VoteRequest(cluster_id=r.cluster_id, voter_id=r.voter_id, topics=[
         T(topic_name=t.topic_name, partitions=[
             P(partition_index=p.partition_index, candidate_epoch=p.candidate_epoch, candidate_id=p.candidate_id,
+              candidate_directory_id=NO_DIRECTORY, voter_directory_id=NO_DIRECTORY,
               last_offset_epoch=p.last_offset_epoch, last_offset=p.last_offset, pre_vote=p.pre_vote)
             for p in t.partitions]) for t in r.topics])
 
@@ -86,7 +92,8 @@ def end_request_from_wire(r: Any) -> m.EndQuorumEpochRequest:
     return m.EndQuorumEpochRequest(r.cluster_id, tuple(
         m.EndQuorumEpochTopicRequest(t.topic_name, tuple(
             m.EndQuorumEpochPartitionRequest(p.partition_index, p.leader_id, p.leader_epoch,
-                                             tuple(p.preferred_successors or ()))
+                                             tuple(p.preferred_successors or ())
+                                             or tuple(c.candidate_id for c in p.preferred_candidates or ()))
             for p in t.partitions)) for t in r.topics))
 
 
@@ -239,9 +246,9 @@ def request_to_wire(body: m.Request, fetch_version: int = w.FETCH_VERSION) -> tu
     if isinstance(body, m.VoteRequest):
         return w.VOTE, w.VOTE_VERSION, vote_request_to_wire(body)
     if isinstance(body, m.BeginQuorumEpochRequest):
-        return w.BEGIN_QUORUM_EPOCH, 0, begin_request_to_wire(body)
+        return w.BEGIN_QUORUM_EPOCH, w.EPOCH_VERSION, begin_request_to_wire(body)
     if isinstance(body, m.EndQuorumEpochRequest):
-        return w.END_QUORUM_EPOCH, 0, end_request_to_wire(body)
+        return w.END_QUORUM_EPOCH, w.EPOCH_VERSION, end_request_to_wire(body)
     if isinstance(body, m.DescribeQuorumRequest):
         return w.DESCRIBE_QUORUM, 2, describe_request_to_wire(body)
     raise TypeError(f"not a request: {type(body).__name__}")
