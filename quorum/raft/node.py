@@ -23,7 +23,6 @@ Transitions (a voter; observers only ever follow or look for the leader):
 """
 from __future__ import annotations
 
-import json
 import random
 from collections import deque
 from typing import Sequence
@@ -33,6 +32,7 @@ from quorum.raft.config import DEFAULT_TOPIC, RaftConfig
 from quorum.raft.epoch_states import (CandidateState, EpochState, FollowerState, ProspectiveState,
                                       ResignedState, UnattachedState)
 from quorum.raft.leader_state import LeaderState, ParkedFetch
+from quorum.raft import kafka_records
 from quorum.raft.log import DATA, LEADER_CHANGE, NOOP, LogRecord, ReplicatedLog
 from quorum.raft.messages import (NO_LEADER, BeginQuorumEpochPartitionRequest, BeginQuorumEpochRequest,
                                   BeginQuorumEpochResponse, BeginQuorumEpochTopicRequest,
@@ -417,8 +417,7 @@ class RaftNode:
         new = LeaderState(old.epoch, self.node_id, self.voters, self.log.end_offset(), granted, now,
                           self.config.check_quorum_timeout_ms, self.config.begin_quorum_epoch_resend_ms)
         self._transition(new, "won the election")
-        change = json.dumps({"version": 0, "leader_id": self.node_id, "voters": list(self.voters),
-                             "granting_voters": list(granted)}, separators=(",", ":")).encode()
+        change = kafka_records.leader_change(self.node_id, self.voters, granted)
         self._append_as_leader(new, [(change, LEADER_CHANGE)])
         for v in self.voters:
             if v != self.node_id:
@@ -1003,7 +1002,7 @@ class RaftNode:
             st.begin_resend_deadline = now + self.config.begin_quorum_epoch_resend_ms
         idle = self.config.max_idle_interval_ms
         if idle > 0 and now >= st.last_append_ms + idle:
-            self._append_as_leader(st, [(b"", NOOP)])
+            self._append_as_leader(st, [(kafka_records.NOOP_RECORD, NOOP)])
         self._complete_parked(st, only_expired=True)
         st.expire_observers(now, self.config.observer_expiry_ms)
 

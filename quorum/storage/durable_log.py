@@ -5,9 +5,12 @@ Record kinds map onto Kafka's record format: `data` records are ordinary records
 `leader_change`, `kraft_version` or `voters` record is a control record (control batch, key =
 version 0 and Kafka's control record type 2, 5 or 6); a control record of a type this module
 does not know keeps its type in its kind (`control_type_N`), so it is carried, never refused; a
-`noop` record is an ordinary record tagged with a `kind: noop` header (Kafka's NoOpRecord is a
-metadata record, not a control record). Consecutive records of one epoch go into one batch per
-kind, control records of any type sharing one control batch as Kafka's do.
+`noop` record is an ordinary record whose value is Kafka's metadata NoOpRecord, without headers,
+as Kafka writes it (Kafka's controllers refuse a metadata record with headers; logs of earlier
+versions tag a NoOp with an empty value by a `kind: noop` header instead, and keep it).
+Consecutive records of one epoch, kind and append time go into one batch (Kafka's controllers
+refuse a batch whose records' timestamps differ), control records of any type sharing one
+control batch as Kafka's do.
 
 A follower appends the batches its leader sent, byte for byte (`_ReceivedBatches`): a Kafka
 leader's batch boundaries, attributes and CRCs survive, whatever the batch holds.
@@ -19,6 +22,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Sequence
 
+from quorum.raft.kafka_records import NOOP_RECORD
 from quorum.raft.log import DATA, KRAFT_VERSION, LEADER_CHANGE, NOOP, VOTERS, LogRecord, ReplicatedLog
 from quorum.raft.quorum_state_store import ElectionState, QuorumStateStore
 from quorum.storage import record_batches
@@ -49,9 +53,9 @@ def _control_key(kind: str) -> bytes:
 def _kind_of(r: record_batches.LogRecord) -> str:
     if r.control:
         return LEADER_CHANGE if r.key == LEADER_CHANGE_KEY else _control_kind(r.key)
-    if r.headers and r.headers[0] == ("kind", b"noop"):
-        return NOOP
-    return DATA
+    if not r.headers:
+        return NOOP if r.value == NOOP_RECORD else DATA
+    return NOOP if r.headers[0] == ("kind", b"noop") else DATA
 
 
 def to_core(r: record_batches.LogRecord) -> LogRecord:
@@ -69,12 +73,12 @@ def encode_records(records: Sequence[LogRecord]) -> list[tuple[int, int, bool, l
     for r in records:
         kind = r.kind
         control = _is_control(kind)
-        group = (r.epoch, True if control else kind)
+        group = (r.epoch, True if control else kind, r.append_time_ms)
         if group != prev:
             out.append((r.offset, r.epoch, control, []))
             prev = group
         key = (LEADER_CHANGE_KEY if kind == LEADER_CHANGE else _control_key(kind)) if control else None
-        headers = _NOOP_HEADERS if kind == NOOP else ()
+        headers = _NOOP_HEADERS if kind == NOOP and r.value != NOOP_RECORD else ()
         out[-1][3].append((r.append_time_ms, key, r.value, headers))
     return out
 
@@ -163,8 +167,8 @@ def _batches_for_append(records: Sequence[LogRecord]) -> list[bytes]:
             out.append(hit[0])
             i += hit[1]
             continue
-        j = i + 1
-        while j < n and not _received.starts_batch(records[j].offset):
+        j = i + 1      # encode up to the next received batch these records hold, if any
+        while j < n and not (_received.starts_batch(records[j].offset) and _received.match(records, j)):
             j += 1
         out.extend(_cache.build(base, epoch, control, recs) for base, epoch, control, recs in encode_records(records[i:j]))
         i = j

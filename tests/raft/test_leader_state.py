@@ -1,9 +1,8 @@
 """Leader: LeaderChange and NoOp records, check quorum, KIP-836 per-replica state, append."""
-import json
 
 import pytest
 
-from quorum.raft import messages as m
+from quorum.raft import kafka_records, messages as m
 from quorum.raft.config import RaftConfig
 from quorum.raft.leader_state import ReplicaProgress
 from quorum.raft.node import NotLeaderError
@@ -17,7 +16,7 @@ def test_new_leader_appends_a_leader_change_control_record_naming_its_voters():
     ctx.become_leader()
     rec = ctx.log.read(ctx.log.end_offset() - 1, 1)[0]
     assert rec.kind == "leader_change" and rec.is_control and rec.epoch == ctx.node.epoch
-    body = json.loads(rec.value)
+    body = kafka_records.read_leader_change(rec.value)
     assert body["leader_id"] == 0 and body["voters"] == [0, 1, 2] and 0 in body["granting_voters"]
 
 
