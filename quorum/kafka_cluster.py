@@ -1,6 +1,8 @@
 """A real Apache Kafka KRaft cluster on loopback: dedicated controllers (three by default),
 formatted with `--initial-controllers` so that the voter set is dynamic (KIP-853) as Kafka 4.x
-makes it, and brokers (one by default), which follow the quorum as observers.
+makes it, and brokers (one by default), which follow the quorum as observers. With
+`other_voters` (voters outside the cluster: a project node's id and port) the quorum is static
+instead (`controller.quorum.voters`, kraft.version 0) and they are among its voters.
 
 Each node has its own ports, data directory and log under one base directory. Faults are the
 real ones: a node is frozen (SIGSTOP), killed (SIGKILL), stopped in order or restarted from its
@@ -27,6 +29,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from quorum import jvm
+from quorum.cgroup import preexec_joining
 from quorum.describe_tool import DescribeError, QuorumInfo, fetch_quorum, quorum_info
 from quorum.kafka_broker import (LOG4J2_PROPERTIES, SINGLE_NODE_SETTINGS, BrokerError, java_command,
                                  random_cluster_id, terminate, write_properties)
@@ -79,10 +82,13 @@ class KafkaCluster:
     def __init__(self, controllers: int = 3, brokers: int = 1, base_dir: str | os.PathLike | None = None,
                  host: str = "127.0.0.1", cluster_id: str | None = None, cgroup_parent: Path | None = None,
                  controller_heap: str = CONTROLLER_HEAP, broker_heap: str = BROKER_HEAP,
-                 settings: dict[str, str] | None = None, jmx_exporter: bool = False):
+                 settings: dict[str, str] | None = None, jmx_exporter: bool = False,
+                 other_voters: dict[int, int] | None = None):
         """`jmx_exporter`: attach the Prometheus JMX exporter agent to every node, serving
-        Kafka's metrics (raft-metrics among them) at `metrics_url(node_id)`."""
+        Kafka's metrics (raft-metrics among them) at `metrics_url(node_id)`. `other_voters`: id ->
+        loopback port of voters that are not Kafka nodes; the quorum is then static."""
         self.host = host
+        self.other_voters = dict(other_voters or {})
         self.jmx_exporter = jmx_exporter
         self.cluster_id = cluster_id or random_cluster_id()
         self._own_dir = base_dir is None
@@ -122,14 +128,26 @@ class KafkaCluster:
         return ",".join(self.endpoint(i) for i in self.broker_ids())
 
     @property
+    def static_voters(self) -> str:
+        """`controller.quorum.voters` of a static quorum: the controllers and the other voters."""
+        ports = {**{i: self.nodes[i].port for i in self.initial_controllers}, **self.other_voters}
+        return ",".join(f"{i}@{self.host}:{ports[i]}" for i in sorted(ports))
+
+    def voter_ids(self) -> list[int]:
+        return sorted([*self.initial_controllers, *self.other_voters])
+
+    @property
     def bootstrap_controllers(self) -> str:
         return ",".join(self.endpoint(i) for i in self.controller_ids())
 
     def properties(self, node: KafkaNode) -> dict[str, str]:
+        # static: the voters, fixed; dynamic: the controllers a node starts from, the voter set
+        # itself living in the metadata log
+        quorum = {"controller.quorum.voters": self.static_voters} if self.other_voters else {
+            "controller.quorum.bootstrap.servers": ",".join(self.endpoint(i) for i in self.initial_controllers)}
         common = {
             "node.id": str(node.node_id),
-            # the controllers a node starts from; the voter set itself lives in the metadata log
-            "controller.quorum.bootstrap.servers": ",".join(self.endpoint(i) for i in self.initial_controllers),
+            **quorum,
             "controller.listener.names": "CONTROLLER",
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
             "log.dirs": str(node.data_dir / "data"),
@@ -145,9 +163,11 @@ class KafkaCluster:
 
     # --- life cycle -------------------------------------------------------------------------------
 
-    def start(self, timeout_s: float = DEFAULT_START_TIMEOUT_S) -> "KafkaCluster":
+    def start(self, timeout_s: float = DEFAULT_START_TIMEOUT_S, await_quorum: bool = True) -> "KafkaCluster":
         """Format every node (once), start them all and wait until the quorum has a leader that
-        every voter and broker fetches from, and every broker is registered."""
+        every voter and broker fetches from, and every broker is registered. Without
+        `await_quorum` (a static quorum whose other voters start later) the controllers start
+        and nothing is awaited."""
         try:
             for node in self.nodes.values():
                 self._format(node, initial=node.node_id in self.initial_controllers)
@@ -156,12 +176,15 @@ class KafkaCluster:
             # active, and give up registering after a minute (seen with Kafka 4.4.0)
             for node_id in self.controller_ids():
                 self._spawn(self.nodes[node_id])
-            self.wait_for(self._controllers_formed, timeout_s, "a controller leader every voter follows")
-            for node_id in self.broker_ids():
-                self._spawn(self.nodes[node_id])
-            admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
-            self.wait_for(lambda: self._formed(admin), timeout_s,
-                          "a leader, every node fetching and every broker registered")
+            if not await_quorum:
+                return self
+            self.wait_for(self._controllers_formed, timeout_s, "a controller leader every controller follows")
+            if self.broker_ids():
+                for node_id in self.broker_ids():
+                    self._spawn(self.nodes[node_id])
+                admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
+                self.wait_for(lambda: self._formed(admin), timeout_s,
+                              "a leader, every node fetching and every broker registered")
         except BaseException:
             self.stop(keep_files=True)
             raise
@@ -171,7 +194,9 @@ class KafkaCluster:
         if (node.data_dir / "data" / "meta.properties").exists():
             return
         config = self._write_files(node)
-        if initial:  # the voter set of the cluster's first metadata: the initial controllers
+        if self.other_voters:  # static: the voters come from controller.quorum.voters
+            quorum_args = []
+        elif initial:  # the voter set of the cluster's first metadata: the initial controllers
             voters = ",".join(f"{i}@{self.endpoint(i)}:{self.nodes[i].directory_id}" for i in self.initial_controllers)
             quorum_args = ["--initial-controllers", voters]
         else:  # a broker, or a controller that joins later through add-controller
@@ -195,19 +220,11 @@ class KafkaCluster:
     def _spawn(self, node: KafkaNode) -> None:
         self._write_files(node)
         node.log_file = open(node.log_path, "ab")
-        cgroup = self.cgroup_of(node.node_id)
-        if cgroup is not None:
-            cgroup.mkdir(parents=True, exist_ok=True)
-
-        def join_cgroup() -> None:  # before exec, so every socket the node opens belongs to it
-            if cgroup is not None:
-                (cgroup / "cgroup.procs").write_text(str(os.getpid()))
-
         agent = [jmx_exporter_agent(self.host, node.metrics_port)] if node.metrics_port else []
         node.proc = subprocess.Popen(java_command(self.heap[node.role], node.data_dir / "log4j2.properties")
                                      + agent + ["kafka.Kafka", str(node.data_dir / "server.properties")],
                                      stdout=node.log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     start_new_session=True, preexec_fn=join_cgroup)
+                                     start_new_session=True, preexec_fn=preexec_joining(self.cgroup_of(node.node_id)))
 
     def cgroup_of(self, node_id: int) -> Path | None:
         return self.cgroup_parent / f"node-{node_id}" if self.cgroup_parent is not None else None
@@ -280,9 +297,17 @@ class KafkaCluster:
     # --- what the quorum says ---------------------------------------------------------------------
 
     def describe(self, timeout_ms: int = 3000) -> QuorumInfo:
-        """DescribeQuorum, through the brokers."""
-        _, answer = fetch_quorum(self.bootstrap, {}, timeout_ms)
-        return quorum_info(answer)
+        """DescribeQuorum, through the brokers; without brokers, from whichever voter leads."""
+        if self.broker_ids():
+            _, answer = fetch_quorum(self.bootstrap, {}, timeout_ms)
+            return quorum_info(answer)
+        ports = {**{i: n.port for i, n in self.nodes.items() if n.role == "controller"}, **self.other_voters}
+        for node_id, port in sorted(ports.items()):
+            try:
+                return quorum_info(describe_quorum_directly(node_id, self.host, port, timeout_ms / 1000))
+            except (OSError, DescribeError):
+                continue
+        raise DescribeError("no voter answered DescribeQuorum as the leader")
 
     def leader(self) -> int:
         return self.describe().leader_id
@@ -330,14 +355,17 @@ class KafkaCluster:
         return quorum_info(describe_quorum_directly(node_id, self.host, self.nodes[node_id].port, timeout_s))
 
     def _controllers_formed(self) -> bool:
+        """A controller leads, and every controller of the voter set follows it (other voters
+        may not have started yet)."""
         now = int(time.time() * 1000)
         for node_id in self.initial_controllers:
             try:
                 info = self.describe_controller(node_id)
             except (OSError, DescribeError):
                 continue
-            return sorted(v.replica_id for v in info.voters) == self.initial_controllers and all(
-                v.replica_id == info.leader_id or now - v.last_fetch_timestamp <= 1500 for v in info.voters)
+            return sorted(v.replica_id for v in info.voters) == self.voter_ids() and all(
+                v.replica_id == info.leader_id or now - v.last_fetch_timestamp <= 1500
+                for v in info.voters if v.replica_id in self.initial_controllers)
         return False
 
     def _formed(self, admin: AdminClient) -> bool:

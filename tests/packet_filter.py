@@ -29,7 +29,7 @@ def iptables(*args: str) -> None:
 class PacketFilter:
     """Cuts one node of a KafkaCluster off from the controllers while its process runs; heals."""
 
-    def __init__(self, cluster):
+    def __init__(self, cluster=None):
         self.cluster = cluster
         self.chain = f"QUORUM-TEST-{os.getpid()}"
         self.root = cgroup2_root()
@@ -39,12 +39,14 @@ class PacketFilter:
     def cut(self, node_id: int) -> None:
         """Drop every packet into the node's listener, and every packet the node sends to the
         other controllers' listeners; everything else (the node's other ports) still flows."""
-        node = self.cluster.nodes[node_id]
-        iptables("-A", self.chain, "-p", "tcp", "--dport", str(node.port), "-j", "DROP")
-        peers = [str(self.cluster.nodes[i].port) for i in self.cluster.controller_ids() if i != node_id]
-        cgroup = str(self.cluster.cgroup_of(node_id).relative_to(self.root))
-        iptables("-A", self.chain, "-m", "cgroup", "--path", cgroup, "-p", "tcp", "-m", "multiport",
-                 "--dports", ",".join(peers), "-j", "DROP")
+        peers = [self.cluster.nodes[i].port for i in self.cluster.controller_ids() if i != node_id]
+        self.cut_process(self.cluster.nodes[node_id].port, peers, self.cluster.cgroup_of(node_id))
+
+    def cut_process(self, listener_port: int, peer_ports: list[int], cgroup: Path) -> None:
+        """The same for any process in a cgroup of its own: its listener, and its way to the peers."""
+        iptables("-A", self.chain, "-p", "tcp", "--dport", str(listener_port), "-j", "DROP")
+        iptables("-A", self.chain, "-m", "cgroup", "--path", str(cgroup.relative_to(self.root)), "-p", "tcp",
+                 "-m", "multiport", "--dports", ",".join(str(p) for p in peer_ports), "-j", "DROP")
 
     def heal(self) -> None:
         iptables("-F", self.chain)

@@ -16,6 +16,7 @@ from typing import Callable
 
 import yaml
 
+from quorum.cgroup import preexec_joining
 from quorum.loopback_ports import free_port
 from quorum.node.fault_command import send
 
@@ -28,15 +29,19 @@ FAST = {"controller.quorum.election.timeout.ms": 300, "controller.quorum.fetch.t
 class Cluster:
     def __init__(self, root: Path, voters: int = 3, observers: int = 1, settings: dict | None = None,
                  events_bootstrap: str | None = None, events_topic: str | None = None, cluster_id: str = "test-cluster",
-                 profile_dir: Path | None = None, first_id: int = 1):
+                 profile_dir: Path | None = None, first_id: int = 1, ports: dict[int, int] | None = None,
+                 cgroup_parent: Path | None = None):
         """`profile_dir`: run every node under cProfile, writing `node-N.prof` there on exit.
         `first_id`: the nodes' ids count from it (nodes joining another quorum, whose voters
-        `settings` names, take ids that quorum does not use)."""
+        `settings` names, take ids that quorum does not use); `ports`, the listener ports of some
+        of them (a quorum configured before they start knows them already). `cgroup_parent`: each
+        node runs in a cgroup of its own under it (`cgroup_of`), for packet-filter rules."""
+        self.cgroup_parent = cgroup_parent
         self.root = root
         self.profile_dir = profile_dir
         self.ids = list(range(first_id, first_id + voters + observers))
         self.voter_ids = self.ids[:voters]
-        self.ports = {i: free_port() for i in self.ids}
+        self.ports = {i: (ports or {}).get(i) or free_port() for i in self.ids}
         self.procs: dict[int, subprocess.Popen] = {}
         self.configs: dict[int, Path] = {}
         voters_str = ",".join(f"{i}@127.0.0.1:{self.ports[i]}" for i in self.voter_ids)
@@ -61,9 +66,12 @@ class Cluster:
                                                            str(self.profile_dir / f"node-{i}.prof")]
             self.procs[i] = subprocess.Popen([sys.executable, *profile, "-m", "quorum.cli", "node", "--config",
                                               str(self.configs[i])], stdout=log, stderr=subprocess.STDOUT,
-                                             stdin=subprocess.DEVNULL)
+                                             stdin=subprocess.DEVNULL, preexec_fn=preexec_joining(self.cgroup_of(i)))
         for i in ids or self.ids:
             self.wait_for(lambda i=i: self.try_status(i) is not None, 30, f"node {i} to start")
+
+    def cgroup_of(self, i: int) -> Path | None:
+        return self.cgroup_parent / f"node-{i}" if self.cgroup_parent is not None else None
 
     def signal(self, i: int, sig: int) -> None:
         self.procs[i].send_signal(sig)
