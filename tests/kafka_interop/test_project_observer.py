@@ -10,7 +10,9 @@ from pathlib import Path
 from kafka_interop.conftest import PROJECT_NODE_ID
 from kafka_tools import kafka_tool, metadata_quorum, table
 from quorum.node.local_cluster import read_events
+from quorum.raft import kafka_records
 from quorum.storage import record_batches
+from quorum.storage.durable_log import batches_to_records
 
 SEGMENT = "00000000000000000000.log"
 DUMP_LOG_SEGMENTS = "org.apache.kafka.tools.DumpLogSegments"
@@ -125,6 +127,12 @@ def test_its_log_holds_the_controllers_record_batches_byte_for_byte(kafka_cluste
     control_types = {int.from_bytes(r.key[2:4], "big") for _, _, data in mine if record_batches.batch_info(data).control
                      for r in record_batches.records_of(data)}
     assert {2, 5, 6} <= control_types
+    # the node reads Kafka's records as Kafka means them: its LeaderChange messages and NoOpRecords
+    # are the ones the node's own leader writes
+    records = batches_to_records(b"".join(data for *_, data in mine))
+    changes = [r.value for r in records if r.kind == "leader_change"]
+    assert changes and all(kafka_records.leader_change(**kafka_records.read_leader_change(v)) == v for v in changes)
+    assert any(r.kind == "noop" and r.value == kafka_records.NOOP_RECORD for r in records)
     # and Kafka's own tool reads the node's segment file as it reads the controller's
     assert dumped_batches_below(node_segment(project_observer), end) == \
         dumped_batches_below(controller_segment(kafka_cluster, info.leader_id), end)
