@@ -108,8 +108,25 @@ class Fetch:
     leader_log_end_offset: int = spec(minimum=0, doc="leader's log end offset when the fetch arrived")
     high_watermark: int = spec(minimum=-1, doc="leader's high watermark after handling it (-1 unknown)")
     outcome: str = spec(choices=FETCH_OUTCOMES, doc="what the leader answered")
+    # The leader's KIP-836 view of the replica once it has handled this fetch, so that a
+    # replica's newest record carries its state and a reader needs no earlier record to know it.
+    replica_log_end_offset: int = spec(minimum=-1, default=-1,
+                                       doc="the replica's log end offset as the leader knows it after this fetch "
+                                           "(-1 unknown: no valid fetch this epoch, or not the leader)")
+    last_fetch_timestamp_ms: int = spec(minimum=-1, default=-1,
+                                        doc="leader time of the replica's last valid fetch, this one included "
+                                            "(-1 unknown)")
+    last_caught_up_timestamp_ms: int = spec(minimum=-1, default=-1,
+                                            doc="leader time the replica was last caught up, by KIP-836's rule "
+                                                "(-1 unknown)")
 
     def check(self) -> None:
+        if self.replica_log_end_offset > self.leader_log_end_offset:
+            raise ContractError(self.TYPE, "replica_log_end_offset", "inconsistent",
+                                f"above the leader's log end offset {self.leader_log_end_offset}")
+        if self.last_caught_up_timestamp_ms > self.last_fetch_timestamp_ms:
+            raise ContractError(self.TYPE, "last_caught_up_timestamp_ms", "inconsistent",
+                                f"after the last fetch {self.last_fetch_timestamp_ms}")
         if self.outcome == "valid" and self.fetch_offset > self.leader_log_end_offset:
             raise ContractError(self.TYPE, "fetch_offset", "inconsistent",
                                 f"valid fetch beyond the leader's log end offset {self.leader_log_end_offset}")

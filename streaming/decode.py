@@ -31,8 +31,8 @@ How the fast path stays exact without reading each value's JSON kind:
     UTF-8 the byte 0x7D is only ever `}`, and a text Spark read an object from holds one, so it
     is then the last byte). `instr(text, '}') = length(text)` walked the text character by
     character twice: 3.2 us a record against 0.14 us (3M records of 300 bytes, one core);
-  - the one optional field (`dropped_events_total`) may be null only when the text holds no
-    `null` at all: absent takes the default, a JSON null is a reject.
+  - an optional field (`dropped_events_total`, the KIP-836 state of a `fetch`) may be null only
+    when the text holds no `null` at all: absent takes the default, a JSON null is a reject.
 """
 from __future__ import annotations
 
@@ -62,7 +62,9 @@ _WALL_CLOCK_MS = "cast(reflect('java.lang.System', 'currentTimeMillis') AS bigin
 # the fast-path test fails when they drift).
 _CROSS_FIELD_RULES: dict[str, list[str]] = {
     "fetch": ["NOT ({outcome} = 'valid' AND {fetch_offset} > {leader_log_end_offset})",
-              "{high_watermark} <= {leader_log_end_offset}"],
+              "{high_watermark} <= {leader_log_end_offset}",
+              "{replica_log_end_offset} <= {leader_log_end_offset}",
+              "{last_caught_up_timestamp_ms} <= {last_fetch_timestamp_ms}"],
     "metrics": ["NOT ({last_committed_offset} >= 0 AND {last_applied_offset} > {last_committed_offset})"],
 }
 
@@ -119,7 +121,9 @@ def _field_ok(fs: FieldSpec) -> str:
 def _type_ok(rtype: str) -> str:
     cls = events.RECORD_TYPES[rtype]
     specs = events.field_specs(cls)
-    values = {fs.name: f"{RECORD}.{fs.name}" for fs in specs}
+    # an absent optional field takes its default in the cross-field rules too
+    values = {fs.name: f"{RECORD}.{fs.name}" if fs.required else f"coalesce({RECORD}.{fs.name}, {fs.default!r})"
+              for fs in specs}
     rules = [_field_ok(fs) for fs in specs] + [r.format(**values) for r in _CROSS_FIELD_RULES.get(rtype, [])]
     return " AND ".join(f"({r})" for r in rules)
 

@@ -730,13 +730,20 @@ class RaftNode:
     def _fetch_event(self, req: FetchRequest, part: FetchPartition, outcome: str, leader_leo: int) -> None:
         if req.replica_id < 0:
             return
+        st = self.state
+        progress = None
+        if isinstance(st, LeaderState):   # the leader's KIP-836 view of the replica, as it stands now
+            progress = st.voter_progress.get(req.replica_id) or st.observer_progress.get(req.replica_id)
+        end, fetched, caught_up = ((progress.end_offset, progress.last_fetch_timestamp,
+                                    progress.last_caught_up_timestamp) if progress is not None else (-1, -1, -1))
         self._out.events.append(events.Fetch(
             cluster_id=self.cluster_id, topic=self.topic, partition=self.partition, time_ms=max(self._now, 0),
             leader_id=self.node_id, leader_epoch=self.state.epoch, replica_id=req.replica_id,
             replica_role="voter" if req.replica_id in self.voters else "observer",
             fetch_offset=max(part.fetch_offset, 0), fetch_epoch=max(part.last_fetched_epoch, 0),
             leader_log_end_offset=leader_leo, high_watermark=min(self.high_watermark, leader_leo),
-            outcome=outcome))
+            outcome=outcome, replica_log_end_offset=end, last_fetch_timestamp_ms=fetched,
+            last_caught_up_timestamp_ms=caught_up))
 
     def _fetch_response(self, message: Message, error: int, hw: int = -1, diverging: EpochEndOffset | None = None,
                         records: tuple = (), top_error: int = Errors.NONE) -> None:

@@ -20,8 +20,11 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from quorum import events
+from quorum.raft.leader_state import ReplicaProgress
 from quorum.synthetic.faults import REPLICA_FAULTS, Fault, FaultSpecError, TimelineEntry
 
+# what a leader publishes for a replica it has no valid fetch from this term (KIP-836's -1s)
+_NO_PROGRESS = ReplicaProgress(-1)
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,7 @@ class SyntheticConfig:
 
 class Node:
     __slots__ = ("id", "key", "role", "state", "epoch", "leader_id", "log_end", "epochs", "hw", "view", "parked",
-                 "epoch_start", "leader_gen", "fetch_gen", "pending_end", "disk_stalled")
+                 "epoch_start", "leader_gen", "fetch_gen", "pending_end", "disk_stalled", "progress")
 
     def __init__(self, node_id: int, role: str, key: bytes):
         self.id = node_id
@@ -85,6 +88,7 @@ class Node:
         self.hw = 0
         self.view: dict[int, int] = {}           # as leader: voters' end offsets it has seen
         self.parked: dict[int, int] = {}         # as leader: long-polling fetcher -> poll id
+        self.progress: dict[int, ReplicaProgress] = {}  # as leader: KIP-836 state per fetcher, this term
         self.epoch_start = 0
         self.leader_gen = 0                      # bumped per term led: stale NoOp timers die
         self.fetch_gen = 0                       # bumped per fetch loop started: one loop at a time
@@ -174,6 +178,7 @@ class Cluster:
         leader.leader_id = leader.id
         leader.view = {v: 0 for v in self.voter_ids if v != leader.id}
         leader.parked = {}
+        leader.progress = {}
         leader.leader_gen += 1
         leader.disk_stalled = False
         if append_leader_change:
@@ -259,6 +264,10 @@ class Cluster:
         if role == "voter":
             leader.view[node.id] = node.log_end
             self.update_hw(leader)
+        progress = leader.progress.get(node.id)
+        if progress is None:
+            progress = leader.progress[node.id] = ReplicaProgress(node.id)
+        progress.on_valid_fetch(node.log_end, leader.log_end, t)
         self.emit_fetch(t, leader, node, "valid")
         if node.log_end < leader.log_end:
             self.respond(t + self.delay(), leader, node)
@@ -276,8 +285,10 @@ class Cluster:
             self.schedule(t + cfg.long_poll_ms, self.on_poll_timeout, node.id, poll_id)
 
     def emit_fetch(self, t: int, leader: Node, node: Node, outcome: str) -> None:
+        p = leader.progress.get(node.id) or _NO_PROGRESS
         self.world.emit(node.key, self.fetch_encoders[node.role, outcome](
-            t, leader.id, leader.epoch, node.id, node.log_end, node.last_epoch, leader.log_end, leader.hw), t)
+            t, leader.id, leader.epoch, node.id, node.log_end, node.last_epoch, leader.log_end, leader.hw,
+            p.end_offset, p.last_fetch_timestamp, p.last_caught_up_timestamp), t)
 
     def respond(self, t: int, leader: Node, node: Node) -> None:
         """The fetch response reaches `node` at `t`; it appends and sends its next fetch. (Applied

@@ -8,6 +8,9 @@ from quorum import events
 from quorum.events import ContractError
 
 FETCH = events.Fetch("c1", "__cluster_metadata", 0, 1_700_000_000_000, 1, 7, 2, "voter", 120, 7, 125, 118, "valid")
+# with the leader's KIP-836 view of the replica (the fields a leader adds since they exist)
+FETCH_STATE = events.Fetch("c1", "__cluster_metadata", 0, 1_700_000_000_000, 1, 7, 2, "voter", 120, 7, 125, 118,
+                           "valid", 120, 1_700_000_000_000, 1_699_999_999_800)
 METRICS = events.Metrics("c1", "__cluster_metadata", 0, 1_700_000_000_000, 1, "leader", 1, 7, 125, 118, 117,
                          1_699_999_999_900, 117, 100, (1, 2, 3), 4)
 STATE_CHANGE = events.StateChange("c1", "__cluster_metadata", 0, 1_700_000_000_000, 2, "follower", "candidate", 8,
@@ -22,7 +25,7 @@ SNAPSHOT_V2 = events.QuorumSnapshot("c1", "__cluster_metadata", 0, 1_700_000_000
                                     poll_interval_ms=1000, latency_ms=12, answered_by=2)
 POLL_ERROR = events.QuorumPollError("c1", "__cluster_metadata", 0, 1_700_000_000_000, "broker-1:9093", 1000, 4,
                                     6, "NOT_LEADER_OR_FOLLOWER", 2, -1, 7)
-ALL = [FETCH, METRICS, STATE_CHANGE, SNAPSHOT, SNAPSHOT_V2, POLL_ERROR]
+ALL = [FETCH, FETCH_STATE, METRICS, STATE_CHANGE, SNAPSHOT, SNAPSHOT_V2, POLL_ERROR]
 
 
 IDS = [f"{r.TYPE}-{i}" for i, r in enumerate(ALL)]
@@ -97,6 +100,15 @@ def test_optional_field_added_later_defaults_when_absent():
     assert events.from_dict(obj).dropped_events_total == 0
 
 
+def test_a_fetch_from_a_writer_without_the_replica_state_reads_as_unknown():
+    obj = events.to_dict(FETCH_STATE)
+    for name in ("replica_log_end_offset", "last_fetch_timestamp_ms", "last_caught_up_timestamp_ms"):
+        del obj[name]
+    old = events.from_dict(obj)
+    assert (old.replica_log_end_offset, old.last_fetch_timestamp_ms, old.last_caught_up_timestamp_ms) == (-1, -1, -1)
+    assert old == FETCH
+
+
 def test_fields_added_by_a_newer_writer_are_ignored():
     obj = events.to_dict(FETCH) | {"a_future_field": 1}
     assert events.from_dict(obj) == FETCH
@@ -135,6 +147,11 @@ BAD = [
     (_mutated(FETCH, cluster_id=None), "cluster_id", "wrong_type"),
     (_mutated(FETCH, fetch_offset=126), "fetch_offset", "inconsistent"),
     (_mutated(FETCH, high_watermark=130), "high_watermark", "inconsistent"),
+    (_mutated(FETCH_STATE, replica_log_end_offset=126), "replica_log_end_offset", "inconsistent"),
+    (_mutated(FETCH_STATE, last_caught_up_timestamp_ms=1_700_000_000_001), "last_caught_up_timestamp_ms",
+     "inconsistent"),
+    (_mutated(FETCH_STATE, last_fetch_timestamp_ms=-2), "last_fetch_timestamp_ms", "out_of_range"),
+    (_mutated(FETCH_STATE, replica_log_end_offset=None), "replica_log_end_offset", "wrong_type"),
     (_mutated(METRICS, state="king"), "state", "bad_value"),
     (_mutated(METRICS, voter_set=[1, "2"]), "voter_set", "bad_value"),
     (_mutated(METRICS, voter_set="1,2,3"), "voter_set", "wrong_type"),

@@ -23,7 +23,8 @@ KEYS = 500
 def _produce_contract_records(bootstrap, topic):
     producer = Producer({**PRODUCER_DEFAULTS, "bootstrap.servers": bootstrap})
     encode = events.make_encoder(events.Fetch, topic="__cluster_metadata", partition=0, leader_id=1, leader_epoch=3,
-                                 replica_role="voter", fetch_epoch=3, outcome="valid")
+                                 replica_role="voter", fetch_epoch=3, outcome="valid", replica_log_end_offset=-1,
+                                 last_fetch_timestamp_ms=-1, last_caught_up_timestamp_ms=-1)
     for i in range(N):
         replica = i % KEYS
         offset = i // KEYS  # per key, the fetch offset counts up: the order check

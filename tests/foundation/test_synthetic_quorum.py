@@ -45,6 +45,28 @@ def test_every_record_validates_and_is_keyed_by_its_quorum():
         assert key == events.record_key(record) and t == record.time_ms
 
 
+def test_each_fetch_record_carries_the_leaders_kip836_view_that_its_term_replayed_gives():
+    seed = int(os.environ.get("SYNTH_SEED", random.randrange(1 << 30)))
+    print(f"seed={seed} (replay with SYNTH_SEED={seed})")
+    _q, records = run(260_000, clusters=2, voters=3, observers=1, seed=seed, faults=tuple(demo_faults(3)))
+    state: dict[tuple, list[int]] = collections.defaultdict(lambda: [-1, -1, -1, -1])  # end, fetch, leo, caught up
+    checked = collections.Counter()
+    for _k, r, _t in records:
+        if not isinstance(r, events.Fetch):
+            continue
+        s = state[r.cluster_id, r.leader_id, r.leader_epoch, r.replica_id]  # a new term starts afresh
+        if r.outcome == "valid":
+            if r.fetch_offset >= r.leader_log_end_offset:
+                s[3] = max(s[3], r.time_ms)
+            elif s[2] > 0 and r.fetch_offset >= s[2]:
+                s[3] = max(s[3], s[1])
+            s[0], s[1], s[2] = r.fetch_offset, max(s[1], r.time_ms), r.leader_log_end_offset
+        assert (r.replica_log_end_offset, r.last_fetch_timestamp_ms, r.last_caught_up_timestamp_ms) == \
+            (s[0], s[1], s[3]), r
+        checked[r.outcome] += 1
+    assert checked["valid"] > 1000 and checked["diverging"] > 0, checked
+
+
 def test_same_seed_replays_the_same_records():
     a = [v for _k, v, _t in SyntheticQuorum(SyntheticConfig(seed=5, start_ms=START, faults=tuple(demo_faults(3))))
          .events_until(START + 240_000)]

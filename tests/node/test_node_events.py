@@ -1,5 +1,6 @@
 """What the nodes publish: the leader's `fetch` records replayed through the KIP-836 rule
-give the timestamps the leader reports in DescribeQuorum; every node publishes `metrics`
+give the timestamps the leader reports in DescribeQuorum, and each carries the state the replay
+reaches with it; every node publishes `metrics`
 and `state_change`; with the events broker unreachable the quorum still elects and
 commits, and the drops are counted."""
 from __future__ import annotations
@@ -62,6 +63,12 @@ def test_replayed_fetch_records_give_the_leaders_describe_quorum_timestamps(tmp_
             return all(("Metrics", i) in kinds and ("StateChange", i) in kinds for i in c.ids)
 
         records = read_events(broker.bootstrap, topic, lambda rs: replay_matches(rs) and every_node_reported(rs))
+        # and each valid fetch record carries, itself, the state the replay reaches with it
+        fetches = [r for r in records if isinstance(r, events.Fetch) and r.leader_id == leader
+                   and r.leader_epoch == epoch]
+        carried = [(f.replica_id, (f.replica_log_end_offset, f.last_fetch_timestamp_ms, f.last_caught_up_timestamp_ms))
+                   for f in fetches if f.outcome == "valid"]
+        assert carried == list(kip836_states(fetches)) and len(carried) > 10
         assert all(r.dropped_events_total == 0 for r in records if isinstance(r, events.Metrics))
         assert {r.replica_role for r in records if isinstance(r, events.Fetch) and r.replica_id == 4} == {"observer"}
     finally:

@@ -140,6 +140,26 @@ def test_every_handled_fetch_yields_a_valid_fetch_event():
     assert ctx.out.events[0].replica_role == "observer"
 
 
+def test_a_fetch_event_carries_the_leaders_kip836_view_of_the_replica_after_it():
+    ctx = _leader()
+    leo = ctx.log.end_offset()
+    ctx.fetch_from(1, 1, 1)                                  # behind: fetched, not caught up
+    (e,) = ctx.out.events
+    assert (e.replica_log_end_offset, e.last_fetch_timestamp_ms, e.last_caught_up_timestamp_ms) == (1, ctx.now, -1)
+    first = ctx.now
+    ctx.tick(10)
+    ctx.fetch_from(1, leo, ctx.node.epoch)                   # at the end the leader had at the last fetch
+    (e,) = ctx.out.events
+    assert (e.replica_log_end_offset, e.last_fetch_timestamp_ms, e.last_caught_up_timestamp_ms) == \
+        (leo, ctx.now, ctx.now)
+    ctx.fetch_from(1, 0, 0, epoch=ctx.node.epoch - 1)          # fenced: the view stays what it was
+    (e,) = ctx.out.events
+    assert e.outcome == "fenced" and e.replica_log_end_offset == leo and e.last_fetch_timestamp_ms > first
+    ctx.fetch_from(2, 0, 0, epoch=ctx.node.epoch - 1)          # no valid fetch of replica 2 yet: unknown
+    (e,) = ctx.out.events
+    assert (e.replica_log_end_offset, e.last_fetch_timestamp_ms, e.last_caught_up_timestamp_ms) == (-1, -1, -1)
+
+
 def test_fetch_with_inconsistent_cluster_id_is_refused_top_level():
     ctx = _leader()
     ctx.deliver(1, fetch_request(ctx.node.epoch, 0, 0, 1, cluster_id="other"))

@@ -19,6 +19,8 @@ NOW_MS = 1_800_000_000_000
 RAW_SCHEMA = "value binary, key binary, topic string, partition int, offset bigint, timestamp timestamp"
 
 FETCH = events.Fetch("c1", "__cluster_metadata", 0, NOW_MS - 10, 1, 3, 2, "voter", 10, 3, 12, 11, "valid")
+FETCH_STATE = events.Fetch("c1", "__cluster_metadata", 0, NOW_MS - 10, 1, 3, 2, "voter", 10, 3, 12, 11, "valid",
+                           10, NOW_MS - 10, NOW_MS - 500)
 METRICS = events.Metrics("c1", "__cluster_metadata", 0, NOW_MS - 5, 2, "follower", 1, 3, 12, 11, 10, NOW_MS - 50,
                          11, 40, (1, 2, 3), 0)
 STATE_CHANGE = events.StateChange("c1", "__cluster_metadata", 0, NOW_MS, 3, "candidate", "leader", 4, 3, "won election")
@@ -31,7 +33,7 @@ SNAPSHOT_V2 = events.QuorumSnapshot("c1", "__cluster_metadata", 0, NOW_MS, 1, 3,
                                     "localhost:9093", poll_interval_ms=1000, latency_ms=3, answered_by=2)
 POLL_ERROR = events.QuorumPollError("c1", "__cluster_metadata", 0, NOW_MS, "localhost:9093", 1000, 1000, -1,
                                     "timeout", -1, -1, -1)
-SAMPLES = [FETCH, METRICS, STATE_CHANGE, SNAPSHOT, SNAPSHOT_V2, POLL_ERROR]
+SAMPLES = [FETCH, FETCH_STATE, METRICS, STATE_CHANGE, SNAPSHOT, SNAPSHOT_V2, POLL_ERROR]
 
 
 def raw_frame(spark, values: list[bytes | None]):
@@ -105,11 +107,17 @@ def mutations(record) -> list[bytes]:
 
 
 def record_level_garbage() -> list[bytes | None]:
-    fetch = events.encode(FETCH)
+    fetch, state = events.encode(FETCH), events.encode(FETCH_STATE)
     return [b"", b"garbage", fetch[:-7], b"[1,2]", b'"fetch"', b"42", b"null", b"\xff\xfe{}", None,
             fetch.replace(b'"fetch_offset":10', b'"fetch_offset":13'),        # beyond leader log end
             fetch.replace(b'"high_watermark":11', b'"high_watermark":13'),    # above leader log end
             events.encode(METRICS).replace(b'"last_applied_offset":10', b'"last_applied_offset":12'),
+            state.replace(b'"replica_log_end_offset":10', b'"replica_log_end_offset":13'),  # above leader's end
+            state.replace(b'"last_caught_up_timestamp_ms":%d' % (NOW_MS - 500),       # after its last fetch
+                          b'"last_caught_up_timestamp_ms":%d' % (NOW_MS - 9)),
+            json.dumps({k: v for k, v in events.to_dict(FETCH_STATE).items()      # a writer before the state
+                        if k not in ("replica_log_end_offset", "last_fetch_timestamp_ms",
+                                     "last_caught_up_timestamp_ms")}).encode(),
             b"[" + fetch + b"]", b" " + fetch,
             fetch.replace(b'"cluster_id":"c1"', b'"CLUSTER_ID":"c1"'),        # names are case-sensitive
             fetch.replace(b'"cluster_id":"c1"', b'"\\u0063luster_id":"c1"'),  # an escaped name
