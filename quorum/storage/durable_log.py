@@ -34,7 +34,6 @@ CONTROL_TYPES = {LEADER_CHANGE: 2, KRAFT_VERSION: 5, VOTERS: 6}
 _KIND_OF_TYPE = {t: kind for kind, t in CONTROL_TYPES.items()}
 _OTHER_CONTROL = "control_type_"
 _CONTROL_KEY = struct.Struct(">hh")           # version, type
-LEADER_CHANGE_KEY = _CONTROL_KEY.pack(0, CONTROL_TYPES[LEADER_CHANGE])
 _NOOP_HEADERS = (("kind", b"noop"),)
 
 
@@ -52,7 +51,7 @@ def _control_key(kind: str) -> bytes:
 
 def _kind_of(r: record_batches.LogRecord) -> str:
     if r.control:
-        return LEADER_CHANGE if r.key == LEADER_CHANGE_KEY else _control_kind(r.key)
+        return _control_kind(r.key)
     if not r.headers:
         return NOOP if r.value == NOOP_RECORD else DATA
     return NOOP if r.headers[0] == ("kind", b"noop") else DATA
@@ -77,7 +76,7 @@ def encode_records(records: Sequence[LogRecord]) -> list[tuple[int, int, bool, l
         if group != prev:
             out.append((r.offset, r.epoch, control, []))
             prev = group
-        key = (LEADER_CHANGE_KEY if kind == LEADER_CHANGE else _control_key(kind)) if control else None
+        key = _control_key(kind) if control else None
         headers = _NOOP_HEADERS if kind == NOOP and r.value != NOOP_RECORD else ()
         out[-1][3].append((r.append_time_ms, key, r.value, headers))
     return out
@@ -132,9 +131,6 @@ class _ReceivedBatches:
             return None
         return data, n
 
-    def starts_batch(self, offset: int) -> bool:
-        return offset in self._by_base
-
 
 _cache = _BatchCache()
 _received = _ReceivedBatches()
@@ -168,7 +164,7 @@ def _batches_for_append(records: Sequence[LogRecord]) -> list[bytes]:
             i += hit[1]
             continue
         j = i + 1      # encode up to the next received batch these records hold, if any
-        while j < n and not (_received.starts_batch(records[j].offset) and _received.match(records, j)):
+        while j < n and _received.match(records, j) is None:
             j += 1
         out.extend(_cache.build(base, epoch, control, recs) for base, epoch, control, recs in encode_records(records[i:j]))
         i = j
