@@ -16,7 +16,9 @@ process of its own (`paced_load.py`), stamped with the wall clock: a live input,
   3. detection: every step cuts a voter of cluster 0 off `--warmup-seconds` + 10 s in; the time
      from the fault to its `unreachable` transition reaching the writer, at the highest sustained
      `local[2]` step (the goal: within the unreachable threshold + 2 s);
-  4. idle cost: CPU seconds per wall second of the job watching 1 idle quorum, then 200;
+  4. idle cost: CPU seconds per wall second of the job watching 1 idle quorum, then 200, measured
+     after `--idle-warmup-seconds` (the JVM still compiles code for minutes after the job starts;
+     an always-on job is judged by what it takes after that). `--idle-only` measures just these;
   5. `--drain`: where the time goes by stage: the source alone, source + decode, the full job,
      each draining a backlog with `availableNow` (start-up included);
   6. `--ceiling`: the same live steps on `local[2]` for the source alone, the source with Spark's
@@ -321,11 +323,11 @@ class Bench:
         a = self.args
         topic = self.broker.create_topic(f"bench-idle-{clusters}", a.partitions)
         _, job, _, _, recorder = self.start(spark, topic)
-        load = PacedLoad(self.workload(clusters, None), a.warmup_seconds + a.idle_seconds,
+        load = PacedLoad(self.workload(clusters, None), a.idle_warmup_seconds + a.idle_seconds,
                          self.broker.bootstrap, topic)
         tree = TreeCpu(os.getpid(), exclude=lambda: (self.broker.pid, load.pid, self.pushgateway.pid))
         load.await_encoded()
-        while time.time() * 1000 < load.start_ms + a.warmup_seconds * 1000:
+        while time.time() * 1000 < load.start_ms + a.idle_warmup_seconds * 1000:
             time.sleep(0.05)
         cpu0, t0 = tree.seconds(), time.perf_counter()
         load.await_done()
@@ -439,6 +441,9 @@ def main() -> None:
     ap.add_argument("--step-seconds", type=float, default=300, help="load per step (measured after the warm-up)")
     ap.add_argument("--warmup-seconds", type=float, default=20, help="start of each step left out of the verdict")
     ap.add_argument("--idle-seconds", type=float, default=60, help="measured idle time per idle-cost run")
+    ap.add_argument("--idle-warmup-seconds", type=float, default=180,
+                    help="start of each idle-cost run left out (the JVM's compilers settle for minutes)")
+    ap.add_argument("--idle-only", action="store_true", help="only the idle costs (on local[2])")
     ap.add_argument("--masters", nargs="+", default=["local[2]", "local[1]"])
     ap.add_argument("--drain", action="store_true", help="also the drain breakdown by stage")
     ap.add_argument("--drain-seconds", type=int, default=60, help="synthetic seconds in the drain backlog")
@@ -448,12 +453,15 @@ def main() -> None:
     ap.add_argument("--ceiling-start-rate", type=float, default=None,
                     help="events/s of the input stages' first step (default: --start-rate)")
     ap.add_argument("--spark-conf", nargs="*", default=[], metavar="KEY=VALUE", help="extra Spark settings")
-    ap.add_argument("--quick", action="store_true", help="30 s steps, 15 s idle runs: a smoke run")
+    ap.add_argument("--quick", action="store_true", help="30 s steps, 15 s idle runs after 30 s: a smoke run")
     args = ap.parse_args()
     if args.ceiling is not None and "local[2]" not in args.masters:
         ap.error("--ceiling measures on local[2]: add it to --masters")
     if args.quick:
         args.step_seconds, args.warmup_seconds, args.idle_seconds, args.drain_seconds = 30, 10, 15, 10
+        args.idle_warmup_seconds = 30
+    if args.idle_only:
+        args.masters = ["local[2]"]
 
     from quorum.kafka_broker import KafkaBroker
     from quorum.synthetic import SyntheticConfig, publish
@@ -488,8 +496,11 @@ def main() -> None:
                 if master == "local[2]":  # first, on a fresh JVM
                     for clusters in (1, args.clusters):
                         idle[clusters] = bench.idle_cost(spark, clusters)
-                        print(f"  idle: {clusters} quorum(s), the job takes {idle[clusters]:.2f} CPU s per s",
-                              flush=True)
+                        print(f"  idle: {clusters} quorum(s), the job takes {idle[clusters]:.2f} CPU s per s "
+                              f"after {args.idle_warmup_seconds:.0f} s", flush=True)
+                if args.idle_only:
+                    spark.stop()
+                    continue
                 if args.drain and master == "local[2]":
                     drain_stages(spark, broker, args, tmp, raw)
                 if args.ceiling is not None and master == "local[2]":
@@ -508,7 +519,10 @@ def main() -> None:
     for stage, steps in ceiling.items():
         print(f"ceiling, {CEILING_STAGES[stage]} (local[2], noop sink): {steps.rate_text(with_failed=True)}")
     if idle:
-        print("idle cost: " + ", ".join(f"{n} quorum(s) {cost:.2f} CPU s per s" for n, cost in idle.items()))
+        print("idle cost: " + ", ".join(f"{n} quorum(s) {cost:.2f} CPU s per s" for n, cost in idle.items())
+              + f" (after {args.idle_warmup_seconds:.0f} s; goal 1 quorum <= 0.10, {args.clusters} <= 0.25)")
+    if args.idle_only:
+        return
     shown = two or on_two.first  # detection and memory at the highest sustained step, else the lowest
     detection = f"{shown.detection_s:.1f} s" if shown and shown.detection_s is not None else "n/a"
     print(f"sustained: {on_two.rate_text()} for {args.step_seconds:.0f} s (local[2]), "
