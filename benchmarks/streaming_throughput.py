@@ -31,7 +31,7 @@ detection and memory are then the first step's):
   local[1] K events/s; detection D s; peak RSS P MiB
 
     python benchmarks/streaming_throughput.py            # 300 s steps: 6 min a step
-    python benchmarks/streaming_throughput.py --quick    # 30 s steps: a smoke run (about 5 min)
+    python benchmarks/streaming_throughput.py --quick    # 30 s steps: a smoke run (about 6 min)
 """
 from __future__ import annotations
 
