@@ -3,11 +3,10 @@ the `__cluster_metadata` log over Fetch, Kafka's tools see it as an observer, it
 controllers' log byte for byte, it follows a new Kafka leader, and its records reach the monitor."""
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 
-from kafka_interop.conftest import PROJECT_NODE_ID
+from kafka_interop.conftest import PROJECT_NODE_ID, HighWatermarkSampler
 from kafka_tools import kafka_tool, metadata_quorum, table
 from quorum.node.local_cluster import read_events
 from quorum.raft import kafka_records
@@ -62,48 +61,20 @@ def observer_row(bootstrap: str) -> dict[str, str]:
     return found[0] if found else {}
 
 
-def await_value(what: str, timeout_s: float, probe, interval_s: float = 0.1):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = probe()
-        if value:
-            return value
-        time.sleep(interval_s)
-    raise AssertionError(f"no {what} within {timeout_s:.0f} s")
-
-
-class HighWatermarks(threading.Thread):
-    """The project node's high watermark, sampled every 50 ms while a test runs."""
-
-    def __init__(self, node):
-        super().__init__(daemon=True)
-        self.node, self.values, self._stop_event = node, [], threading.Event()
-
-    def run(self) -> None:
-        while not self._stop_event.wait(0.05):
-            status = self.node.try_status(PROJECT_NODE_ID)
-            if status is not None:
-                self.values.append(status["high_watermark"])
-
-    def stop(self) -> list[int]:
-        self._stop_event.set()
-        self.join(5)
-        return self.values
-
-
 def test_kafkas_tool_lists_the_project_node_as_an_observer_caught_up_with_the_leader(kafka_cluster,
                                                                                      project_observer):
     start = time.monotonic()
-    first = await_value("observer row with lag 0 in kafka-metadata-quorum's output", 60,
-                        lambda: (r := observer_row(kafka_cluster.bootstrap)) and r["Lag"] == "0" and r)
+    first = kafka_cluster.wait_for(lambda: (r := observer_row(kafka_cluster.bootstrap)) and r["Lag"] == "0" and r,
+                                   60, "observer row with lag 0 in kafka-metadata-quorum's output")
     print(f"\nKafka's tool lists node {PROJECT_NODE_ID} as a caught-up observer "
           f"{time.monotonic() - start:.1f} s after it answered its control socket: {first}")
     assert first["Status"] == "Observer"
     assert first["DirectoryId"] == directory_id(project_observer)
     # Kafka computes Lag from the leader's log end offset: 0 is the leader's own end offset
-    second = await_value("a later caught-up timestamp", 30, lambda: (r := observer_row(kafka_cluster.bootstrap))
-                         and r["Lag"] == "0" and int(r["LastCaughtUpTimestamp"]) > int(first["LastCaughtUpTimestamp"])
-                         and r)
+    second = kafka_cluster.wait_for(
+        lambda: (r := observer_row(kafka_cluster.bootstrap)) and r["Lag"] == "0"
+        and int(r["LastCaughtUpTimestamp"]) > int(first["LastCaughtUpTimestamp"]) and r,
+        30, "a later caught-up timestamp")
     print(f"LastCaughtUpTimestamp advanced by {int(second['LastCaughtUpTimestamp']) - int(first['LastCaughtUpTimestamp'])} ms")
     status = project_observer.try_status(PROJECT_NODE_ID)
     info = kafka_cluster.describe()
@@ -112,9 +83,9 @@ def test_kafkas_tool_lists_the_project_node_as_an_observer_caught_up_with_the_le
 
 def test_its_log_holds_the_controllers_record_batches_byte_for_byte(kafka_cluster, project_observer):
     info = kafka_cluster.describe()
-    await_value("the observer caught up", 60, lambda: any(
+    kafka_cluster.wait_for(lambda: any(
         o.replica_id == PROJECT_NODE_ID and o.log_end_offset >= info.high_watermark
-        for o in kafka_cluster.describe().observers))
+        for o in kafka_cluster.describe().observers), 60, "the observer caught up")
     end = min(info.high_watermark, project_observer.try_status(PROJECT_NODE_ID)["high_watermark"])
     theirs = batches_below(controller_segment(kafka_cluster, info.leader_id), end)
     mine = batches_below(node_segment(project_observer), end)
@@ -139,28 +110,31 @@ def test_its_log_holds_the_controllers_record_batches_byte_for_byte(kafka_cluste
 
 
 def test_it_follows_a_new_kafka_leader(kafka_cluster, project_observer):
-    info = await_value("the observer following the leader", 60, lambda: (i := kafka_cluster.describe()) and any(
-        o.replica_id == PROJECT_NODE_ID and o.log_end_offset >= i.high_watermark for o in i.observers) and i)
+    info = kafka_cluster.wait_for(lambda: (i := kafka_cluster.describe()) and any(
+        o.replica_id == PROJECT_NODE_ID and o.log_end_offset >= i.high_watermark for o in i.observers) and i,
+        60, "the observer following the leader")
     old = info.leader_id
-    watermarks = HighWatermarks(project_observer)
-    watermarks.start()
+    watermarks = HighWatermarkSampler((PROJECT_NODE_ID,), lambda node_id: (
+        (project_observer.procs[node_id].pid, s["high_watermark"])
+        if (s := project_observer.try_status(node_id)) else None)).start()
     try:
         kafka_cluster.kill(old)
         killed = time.monotonic()
         new = kafka_cluster.wait_for(lambda: (i := kafka_cluster.describe()).leader_id not in (-1, old) and i, 60,
                                      "a new Kafka leader")
         elected = time.monotonic() - killed
-        await_value(f"the observer fetching from leader {new.leader_id}", 60, lambda: (
+        kafka_cluster.wait_for(lambda: (
             (s := project_observer.try_status(PROJECT_NODE_ID))["leader_id"] == new.leader_id
             and any(o.replica_id == PROJECT_NODE_ID and o.log_end_offset >= s["high_watermark"] > new.high_watermark
-                    for o in kafka_cluster.describe().observers)))
+                    for o in kafka_cluster.describe().observers)),
+            60, f"the observer fetching from leader {new.leader_id}")
         print(f"\nleader {old} killed: Kafka elected {new.leader_id} in {elected:.1f} s; the project observer "
               f"fetched from it and caught up {time.monotonic() - killed:.1f} s after the kill")
     finally:
-        values = watermarks.stop()
+        watermarks.stop()
         kafka_cluster.restart(old)
         kafka_cluster.wait_for(kafka_cluster.every_replica_fetching, 60, "every Kafka replica fetching again")
-    assert values and all(b >= a for a, b in zip(values, values[1:])), "the observer's high watermark moved back"
+    watermarks.assert_never_back()
 
 
 def test_its_records_reach_the_monitor(kafka_cluster, project_observer):

@@ -18,14 +18,13 @@ Where the core had differed from Kafka, it now does as Kafka's controllers requi
 """
 from __future__ import annotations
 
-import threading
-import time
-
 import os
+import time
 import uuid
 
 import pytest
 
+from kafka_interop.conftest import HighWatermarkSampler
 from kafka_interop.test_project_observer import batches_below
 from packet_filter import PacketFilter, cgroup2_root
 from quorum.kafka_cluster import KafkaCluster
@@ -57,9 +56,7 @@ class MixedQuorum:
                                settings={"controller.quorum.voters": self.kafka.static_voters,
                                          "quorum.topic": "__cluster_metadata", **PROJECT_SETTINGS})
         self.events = (events_bootstrap, events_topic)
-        self.high_watermarks: dict[tuple[int, int], list[int]] = {}   # (node, pid) -> samples
-        self._stop = threading.Event()
-        self._sampler = threading.Thread(target=self._sample, daemon=True)
+        self.high_watermarks = HighWatermarkSampler((*KAFKA, PROJECT), self._high_watermark)
 
     # --- life cycle -------------------------------------------------------------------------------
 
@@ -70,12 +67,11 @@ class MixedQuorum:
         self.kafka.start()
         self.project.start()
         self.settle()
-        self._sampler.start()
+        self.high_watermarks.start()
         return self
 
     def stop(self) -> None:
-        self._stop.set()
-        self._sampler.join(5)
+        self.high_watermarks.stop()
         self.project.stop_all()
         self.kafka.stop()
         if self.project.cgroup_of(PROJECT).exists():
@@ -123,20 +119,11 @@ class MixedQuorum:
         except (OSError, AssertionError, ValueError):
             return None
 
-    def _sample(self) -> None:
-        while not self._stop.wait(0.1):
-            for node_id in (*KAFKA, PROJECT):
-                got = self._high_watermark(node_id)
-                if got is not None and got[0] is not None and got[1] >= 0:
-                    self.high_watermarks.setdefault((node_id, got[0]), []).append(got[1])
-
     def assert_sound(self) -> None:
         """No Kafka controller stopped on a fatal fault; no node's high watermark moved back (a
         restarted process starts a new series: Kafka keeps no high watermark across restarts)."""
         assert not self.fatal_faults(), self.fatal_faults()
-        for (node_id, pid), values in self.high_watermarks.items():
-            backwards = [(a, b) for a, b in zip(values, values[1:]) if b < a]
-            assert not backwards, f"node {node_id} (pid {pid}): high watermark moved back {backwards[:3]}"
+        self.high_watermarks.assert_never_back()
 
 
 @pytest.fixture(scope="module")
