@@ -189,6 +189,7 @@ class QuorumTracker:
         self._settle_epoch(epoch, t)
         if epoch != self.s["epoch"] or leader != self.s["leader"]:
             return  # a zombie's or a rival's view must not overwrite the current leader's
+        trusted = stamp is not None
         stamp = self._leader_clock(leader, epoch, stamp, t, via="node")
         self._leader_alive(t, 0)
         self._leader_progress(int(rec["leader_log_end_offset"]), int(rec["high_watermark"]), t)
@@ -216,6 +217,12 @@ class QuorumTracker:
             r["last_caught_up"] = max(r["last_caught_up"], stamp)
         elif r["fetch_leader_leo"] > 0 and fetch_offset >= r["fetch_leader_leo"]:
             r["last_caught_up"] = max(r["last_caught_up"], r["last_fetch"])
+        # The leader's own result, when the record carries it: in Kafka order the same as the
+        # replay above, and still right when records before this one were lost or came before
+        # the job started. Not from an outlier stamp: its clock is out of line with the view's.
+        carried = rec.get("last_caught_up_timestamp_ms")
+        if trusted and carried is not None and carried >= 0:
+            r["last_caught_up"] = max(r["last_caught_up"], min(int(carried), stamp))
         r["fetch_leader_leo"] = leader_leo
         r["last_fetch"] = max(r["last_fetch"], stamp)
         if r["first_fetch"] < 0:

@@ -210,6 +210,34 @@ def test_kip836_rule_caught_up_when_reaching_the_previous_leader_end():
     assert mon.replica(2)["lag_records"] == 8
 
 
+def test_a_lost_fetch_record_does_not_lose_the_caught_up_time_the_leader_published():
+    # The same three fetches as above, the middle one lost: replaying what is left gives an older
+    # caught-up time (112 >= 100, the end at the fetch before the gap: caught up as of T0); the
+    # leader's own KIP-836 result, carried in each record, keeps T0+1000.
+    def fetches(carry: bool) -> list[dict]:
+        script = QuorumScript()
+        script.noops = False
+        out = []
+        for step, (end, offset) in enumerate(((100, 100), (110, 105), (120, 112))):
+            script.t, script.leader_leo = T0 + 1000 * step, end
+            rec = script.fetch(2, offset)
+            if carry:
+                rec["last_caught_up_timestamp_ms"] = T0 + 1000 * max(0, step - 1)
+            out.append(rec)
+        return out
+
+    for carry, expected in ((True, T0 + 1000), (False, T0)):
+        first, _lost, last = fetches(carry)
+        mon = Monitor()
+        mon.feed([first])
+        mon.feed([last])
+        assert mon.replica(2)["last_caught_up_ms"] == expected, f"carried: {carry}"
+    complete = Monitor()
+    for rec in fetches(carry=True):
+        complete.feed([rec])
+    assert complete.replica(2)["last_caught_up_ms"] == T0 + 1000
+
+
 def test_quorum_snapshot_records_are_taken_as_the_leader_reports_them():
     from quorum import events as E
     mon = Monitor()
