@@ -16,8 +16,11 @@ input (`last_input_proc_ms`) needs no clock of the driver's own.
 every second or third micro-batch, so when every publisher stops at once its last snapshot can
 be a batch or two older than the others' last records. A silent quorum is held while nothing
 arrived later than its last input plus the longest of its recent gaps between inputs (in batch
-time, as the store saw them), at most `max_cadence_ms` (an outage of the quorum's own input is no
-cadence); once other input outlasts that, its silence is evidence. The replica rows a held quorum
+time, as the store saw them), plus one batch interval (the longest of the recent ones), at most
+`max_cadence_ms` in all (an outage of the quorum's own input is no cadence). The batch interval is
+there because the quorums' Kafka partitions are read at slightly different moments, so records
+sent at the same instant can land a batch apart, and batches are not spaced exactly a trigger
+apart. Once other input outlasts that, the quorum's silence is evidence. The replica rows a held quorum
 produced are kept and applied with its first rows that are not held: a replica row comes only
 when what it shows changed, so a verdict reached during the hold would otherwise never show.
 
@@ -67,6 +70,7 @@ class HealthSnapshot:
         self.held_events: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
         self.last_input_of: dict[tuple[str, str, int], int] = {}  # each quorum's newest last_input_proc_ms
         self.input_gaps: dict[tuple[str, str, int], deque[int]] = {}  # its recent gaps between inputs
+        self.batch_gaps: deque[int] = deque(maxlen=RECENT_GAPS)  # recent gaps between batches with any input
         # replica and forget rows of a held quorum, the newest per (kind, replica), applied once it is not
         self.held_rows: dict[tuple[str, str, int], dict[tuple[str, Any], dict[str, Any]]] = {}
         self._lock = threading.Lock()  # the exporter's HTTP thread reads while a batch writes
@@ -77,9 +81,13 @@ class HealthSnapshot:
             return self._apply(rows)
 
     def _apply(self, rows: list[dict[str, Any]]) -> Applied:
-        for r in rows:
-            if r.get("last_input_proc_ms") is not None:
-                self.last_input_proc_ms = max(self.last_input_proc_ms, r["last_input_proc_ms"])
+        # the slack is judged on the batches before this one: this batch's own gap may be the silence
+        slack = max(self.batch_gaps, default=0)
+        newest = max((r["last_input_proc_ms"] for r in rows if r.get("last_input_proc_ms") is not None), default=-1)
+        if newest > self.last_input_proc_ms:
+            if self.last_input_proc_ms >= 0:
+                self.batch_gaps.append(newest - self.last_input_proc_ms)
+            self.last_input_proc_ms = newest
         by_quorum: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
         for r in rows:
             by_quorum.setdefault((r["cluster_id"], r["topic"], int(r["partition"])), []).append(r)
@@ -88,7 +96,7 @@ class HealthSnapshot:
             qrows.sort(key=lambda r: (r["seq"], r["now_ms"] or 0))
             self._note_input(key, qrows)
             events = [r for r in qrows if r["kind"] in EVENT_KINDS]
-            if self._held(key, qrows):
+            if self._held(key, qrows, slack):
                 self._keep_held_rows(key, qrows)
                 out.held_quorums += 1
                 held = self.held_events.setdefault(key, [])
@@ -126,9 +134,9 @@ class HealthSnapshot:
             elif r["kind"] == "replica":
                 kept[("replica", r["replica_id"])] = r
 
-    def _held(self, key: tuple[str, str, int], qrows: list[dict[str, Any]]) -> bool:
+    def _held(self, key: tuple[str, str, int], qrows: list[dict[str, Any]], slack: int) -> bool:
         last = qrows[-1]
-        cadence = min(max(self.input_gaps.get(key) or (0,)), self.max_cadence_ms)
+        cadence = min(max(self.input_gaps.get(key) or (0,)) + slack, self.max_cadence_ms)
         return bool(last["silent"]) and last["last_input_proc_ms"] + cadence >= self.last_input_proc_ms
 
     def _apply_quorum(self, key: tuple[str, str, int], qrows: list[dict[str, Any]]) -> None:

@@ -88,6 +88,25 @@ def test_a_slower_poller_that_stops_alone_is_judged_once_other_input_outlasts_it
     assert snap.views("polled")[0].quorum["status"] == S.LEADERLESS
 
 
+def test_a_quorum_whose_last_records_land_a_batch_before_the_others_is_held_whatever_the_batch_spacing():
+    # Every publisher stops at once; one quorum's partition was read just before the others'
+    # last records arrived, so its last input is a batch earlier. Batches are never spaced
+    # exactly a trigger apart: this last gap is a few ms longer than any gap it had seen.
+    snap = HealthSnapshot()
+    early, others = ScriptedQuorum("early"), ScriptedQuorum("others")
+    proc_ms = 0
+    for gap in (1000, 998, 999, 1000, 997):
+        proc_ms += gap
+        snap.apply(early.rows(gap, proc_ms=proc_ms) + others.rows(gap, proc_ms=proc_ms))
+    early_last = proc_ms
+    proc_ms += 1003
+    snap.apply(others.rows(1003, proc_ms=proc_ms) + early.rows(1003, proc_ms=proc_ms, silent=True))
+    applied = snap.apply(early.rows(4000, proc_ms=early_last + 5000, silent=True)
+                         + others.rows(4000, proc_ms=early_last + 5000, silent=True))
+    assert applied.held_quorums == 2 and applied.events == []
+    assert {v.quorum["status"] for v in snap.views()} == {S.HEALTHY}
+
+
 def test_an_outage_of_a_quorums_own_input_is_not_taken_for_its_cadence():
     snap = HealthSnapshot(max_cadence_ms=4000)
     q, other = ScriptedQuorum("q"), ScriptedQuorum("other")
@@ -109,7 +128,9 @@ def test_replica_verdicts_reached_while_held_show_once_the_quorum_is_not_held():
     polled_every_two_batches(snap, polled, nodes, until_ms=10_000)   # polled last at 8000, cadence 2000
     held = snap.apply(polled.rows(4000, proc_ms=10_000, silent=True) + nodes.rows(1000, proc_ms=10_000))
     assert held.held_quorums == 1
+    # held through 8000 + its 2000 ms cadence + a 1000 ms batch interval; judged after
     snap.apply(polled.rows(1000, proc_ms=11_000, silent=True) + nodes.rows(1000, proc_ms=11_000))
+    snap.apply(polled.rows(1000, proc_ms=12_000, silent=True) + nodes.rows(1000, proc_ms=12_000))
     view = snap.views("polled")[0]
     assert view.quorum["status"] == S.LEADERLESS
     assert {r["status"] for r in view.replicas.values()} == {S.UNKNOWN}
