@@ -73,7 +73,7 @@ class SyntheticConfig:
 
 
 class Node:
-    __slots__ = ("id", "key", "role", "state", "epoch", "leader_id", "log_end", "epochs", "hw", "view", "parked",
+    __slots__ = ("id", "key", "role", "state", "epoch", "leader_id", "log_end", "epochs", "hw", "parked",
                  "epoch_start", "leader_gen", "fetch_gen", "pending_end", "disk_stalled", "progress")
 
     def __init__(self, node_id: int, role: str, key: bytes):
@@ -86,7 +86,6 @@ class Node:
         self.log_end = 0
         self.epochs: list[tuple[int, int]] = []  # (epoch, start offset), the epoch cache
         self.hw = 0
-        self.view: dict[int, int] = {}           # as leader: voters' end offsets it has seen
         self.parked: dict[int, int] = {}         # as leader: long-polling fetcher -> poll id
         self.progress: dict[int, ReplicaProgress] = {}  # as leader: KIP-836 state per fetcher, this term
         self.epoch_start = 0
@@ -176,7 +175,6 @@ class Cluster:
     def become_leader(self, t: int, leader: Node, append_leader_change: bool = True) -> None:
         self.leader_id = leader.id
         leader.leader_id = leader.id
-        leader.view = {v: 0 for v in self.voter_ids if v != leader.id}
         leader.parked = {}
         leader.progress = {}
         leader.leader_gen += 1
@@ -220,7 +218,10 @@ class Cluster:
         self.update_hw(leader)
 
     def update_hw(self, leader: Node) -> None:
-        ends = sorted([leader.log_end] + list(leader.view.values()), reverse=True)
+        # a voter that has not fetched in this term counts as at offset 0
+        progress = leader.progress
+        ends = sorted([leader.log_end] + [progress[v].end_offset if v in progress else 0
+                                          for v in self.voter_ids if v != leader.id], reverse=True)
         candidate = ends[len(self.voter_ids) // 2]
         if candidate > leader.epoch_start and candidate > leader.hw:
             leader.hw = candidate
@@ -261,13 +262,12 @@ class Cluster:
             node.hw = min(node.hw, node.log_end)
             self.schedule(t + 2 * self.delay(), self.on_arrive, node_id, gen)
             return
-        if role == "voter":
-            leader.view[node.id] = node.log_end
-            self.update_hw(leader)
         progress = leader.progress.get(node.id)
         if progress is None:
             progress = leader.progress[node.id] = ReplicaProgress(node.id)
         progress.on_valid_fetch(node.log_end, leader.log_end, t)
+        if role == "voter":
+            self.update_hw(leader)
         self.emit_fetch(t, leader, node, "valid")
         if node.log_end < leader.log_end:
             self.respond(t + self.delay(), leader, node)
