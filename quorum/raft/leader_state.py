@@ -79,12 +79,17 @@ class LeaderState(EpochState):
     def majority(self) -> int:
         return len(self.voters) // 2 + 1
 
-    def progress_of(self, replica_id: int) -> ReplicaProgress:
+    def known_progress(self, replica_id: int) -> ReplicaProgress | None:
+        """The replica's state if it is a voter or an observer seen in this term; None otherwise
+        (unlike `progress_of`, an unknown replica gets no entry)."""
         p = self.voter_progress.get(replica_id)
+        return p if p is not None else self.observer_progress.get(replica_id)
+
+    def progress_of(self, replica_id: int) -> ReplicaProgress:
+        """The replica's state; an unknown replica is taken as a new observer."""
+        p = self.known_progress(replica_id)
         if p is None:
-            p = self.observer_progress.get(replica_id)
-            if p is None:
-                p = self.observer_progress[replica_id] = ReplicaProgress(replica_id)
+            p = self.observer_progress[replica_id] = ReplicaProgress(replica_id)
         return p
 
     def unendorsed_voters(self) -> list[int]:

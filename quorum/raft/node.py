@@ -733,7 +733,7 @@ class RaftNode:
         st = self.state
         progress = None
         if isinstance(st, LeaderState):   # the leader's KIP-836 view of the replica, as it stands now
-            progress = st.voter_progress.get(req.replica_id) or st.observer_progress.get(req.replica_id)
+            progress = st.known_progress(req.replica_id)
         end, fetched, caught_up = ((progress.end_offset, progress.last_fetch_timestamp,
                                     progress.last_caught_up_timestamp) if progress is not None else (-1, -1, -1))
         self._out.events.append(events.Fetch(
@@ -838,7 +838,7 @@ class RaftNode:
             if only_expired and pf.deadline > now:
                 continue
             del st.parked[replica]
-            progress = st.voter_progress.get(replica) or st.observer_progress.get(replica)
+            progress = st.known_progress(replica)
             self._complete_fetch(st, pf.message, pf.fetch_offset, progress)
 
     def _maybe_advance_high_watermark(self, st: LeaderState) -> None:
