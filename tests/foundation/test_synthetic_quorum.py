@@ -7,6 +7,7 @@ import random
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
+from kip836_replay import Kip836Replay
 from quorum import events
 from quorum.synthetic import Fault, FaultSpecError, SyntheticConfig, SyntheticQuorum, demo_faults, parse_fault, publish
 
@@ -21,17 +22,12 @@ def run(duration_ms, **kw):
 
 
 def kip836_last_caught_up(records, cluster, replica, until_ms):
-    """The facts file's rule, replayed over the leader's fetch records."""
-    last_caught_up, last_fetch_ts, last_leader_leo = -1, -1, -1
+    """The caught-up time the leader of the replica's newest fetch record up to `until_ms` reports."""
+    replay, last = Kip836Replay(), -1
     for _k, r, _t in records:
-        if (isinstance(r, events.Fetch) and r.cluster_id == cluster and r.replica_id == replica
-                and r.outcome == "valid" and r.time_ms <= until_ms):
-            if r.fetch_offset >= r.leader_log_end_offset:
-                last_caught_up = max(last_caught_up, r.time_ms)
-            elif last_leader_leo > 0 and r.fetch_offset >= last_leader_leo:
-                last_caught_up = max(last_caught_up, last_fetch_ts)
-            last_leader_leo, last_fetch_ts = r.leader_log_end_offset, max(last_fetch_ts, r.time_ms)
-    return last_caught_up
+        if isinstance(r, events.Fetch) and r.cluster_id == cluster and r.replica_id == replica and r.time_ms <= until_ms:
+            last = replay.apply(r)[2]
+    return last
 
 
 def test_every_record_validates_and_is_keyed_by_its_quorum():
@@ -49,20 +45,13 @@ def test_each_fetch_record_carries_the_leaders_kip836_view_that_its_term_replaye
     seed = int(os.environ.get("SYNTH_SEED", random.randrange(1 << 30)))
     print(f"seed={seed} (replay with SYNTH_SEED={seed})")
     _q, records = run(260_000, clusters=2, voters=3, observers=1, seed=seed, faults=tuple(demo_faults(3)))
-    state: dict[tuple, list[int]] = collections.defaultdict(lambda: [-1, -1, -1, -1])  # end, fetch, leo, caught up
+    replay = Kip836Replay()
     checked = collections.Counter()
     for _k, r, _t in records:
         if not isinstance(r, events.Fetch):
             continue
-        s = state[r.cluster_id, r.leader_id, r.leader_epoch, r.replica_id]  # a new term starts afresh
-        if r.outcome == "valid":
-            if r.fetch_offset >= r.leader_log_end_offset:
-                s[3] = max(s[3], r.time_ms)
-            elif s[2] > 0 and r.fetch_offset >= s[2]:
-                s[3] = max(s[3], s[1])
-            s[0], s[1], s[2] = r.fetch_offset, max(s[1], r.time_ms), r.leader_log_end_offset
         assert (r.replica_log_end_offset, r.last_fetch_timestamp_ms, r.last_caught_up_timestamp_ms) == \
-            (s[0], s[1], s[3]), r
+            replay.apply(r), r
         checked[r.outcome] += 1
     assert checked["valid"] > 1000 and checked["diverging"] > 0, checked
 

@@ -10,6 +10,7 @@ from collections import defaultdict
 
 import pytest
 
+from kip836_replay import Kip836Replay
 from quorum import events
 from quorum.loopback_ports import free_port
 from quorum.node.local_cluster import FAST, Cluster, read_events
@@ -17,22 +18,10 @@ from quorum.node.local_cluster import FAST, Cluster, read_events
 pytestmark = pytest.mark.slow
 
 
-def kip836_states(fetches: list[events.Fetch]):
-    """Yield (replica, (end_offset, last_fetch, last_caught_up)) after every valid fetch,
-    applying the facts file's rule in order."""
-    st: dict[int, list[int]] = defaultdict(lambda: [-1, -1, -1, -1])  # end, fetch ts, leader leo, caught up
-    for f in fetches:
-        if f.outcome != "valid":
-            continue
-        s = st[f.replica_id]
-        if f.fetch_offset >= f.leader_log_end_offset:
-            s[3] = max(s[3], f.time_ms)
-        elif s[2] > 0 and f.fetch_offset >= s[2]:
-            s[3] = max(s[3], s[1])
-        s[2] = f.leader_log_end_offset
-        s[1] = max(s[1], f.time_ms)
-        s[0] = f.fetch_offset
-        yield f.replica_id, (s[0], s[1], s[3])
+def kip836_states(fetches: list[events.Fetch]) -> list[tuple[int, tuple[int, int, int]]]:
+    """(replica, (end offset, last fetch, last caught up)) after every valid fetch."""
+    replay = Kip836Replay()
+    return [(f.replica_id, replay.apply(f)) for f in fetches if f.outcome == "valid"]
 
 
 def test_replayed_fetch_records_give_the_leaders_describe_quorum_timestamps(tmp_path, broker, topic_factory):
@@ -68,7 +57,7 @@ def test_replayed_fetch_records_give_the_leaders_describe_quorum_timestamps(tmp_
                    and r.leader_epoch == epoch]
         carried = [(f.replica_id, (f.replica_log_end_offset, f.last_fetch_timestamp_ms, f.last_caught_up_timestamp_ms))
                    for f in fetches if f.outcome == "valid"]
-        assert carried == list(kip836_states(fetches)) and len(carried) > 10
+        assert carried == kip836_states(fetches) and len(carried) > 10
         assert all(r.dropped_events_total == 0 for r in records if isinstance(r, events.Metrics))
         assert {r.replica_role for r in records if isinstance(r, events.Fetch) and r.replica_id == 4} == {"observer"}
     finally:
