@@ -116,7 +116,11 @@ class QuorumTracker:
             observed = self._observe(rec)
             if observed is None:
                 continue
+            # a quorum never evaluated yet counts its ticks from its first record: a backlog read
+            # in its first micro-batch (a job started from the earliest offsets) is judged too
             last_eval, now = self.s["last_eval_ms"], self.s["clock"]["now"]
+            if last_eval < 0:
+                last_eval = self.s["started_ms"]
             if last_eval >= 0 and now - last_eval >= self.cfg.tick_ms:
                 tick = last_eval + self.cfg.tick_ms * ((now - last_eval) // self.cfg.tick_ms)
                 self._evaluate(tick, self.s["last_input_proc_ms"], silent=False, emit_snapshot=False)

@@ -244,6 +244,25 @@ def test_a_graceful_handover_with_a_short_gap_is_not_leaderless():
     assert S.LEADERLESS in quorum_transitions(mon2)
 
 
+def test_a_backlog_in_a_quorums_first_batch_is_judged_at_every_tick_as_batch_by_batch():
+    # a job started from the earliest offsets reads a quorum's history in one micro-batch
+    def recorded(batch_ms: int) -> list[tuple[int, str, str]]:
+        script, mon = QuorumScript(), Monitor()
+        records = script.run(10_000)
+        script.mode[3] = "silent"
+        records += script.run(10_000)
+        script.mode[3] = "follow"
+        records += script.run(10_000)
+        for i in range(0, len(records), max(1, len(records) * batch_ms // 30_000)):
+            mon.feed(records[i:i + max(1, len(records) * batch_ms // 30_000)])
+        windows = [(w["replica_id"], w["status"]) for w in mon.events("window")]
+        return mon.transitions(3) + mon.transitions(None), windows
+    (by_batch, windows), (backlog, backlog_windows) = recorded(500), recorded(30_000)
+    assert backlog_windows == windows and windows, (windows, backlog_windows)
+    assert [t[1:] for t in backlog] == [t[1:] for t in by_batch] and len(backlog) >= 4, (by_batch, backlog)
+    assert all(abs(a[0] - b[0]) <= CFG.tick_ms for a, b in zip(by_batch, backlog)), (by_batch, backlog)
+
+
 def test_hysteresis_applies_once_and_a_new_leader_is_never_held():
     script, mon = QuorumScript(), Monitor()
     mon.run(script, 10_000)
