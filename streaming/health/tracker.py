@@ -24,7 +24,8 @@ What a real quorum sends, and how each piece of evidence is judged:
   A majority of voters reporting a lower epoch is a new incarnation (a re-formatted cluster).
   The leader is alive while its own records arrive, or while followers that name it report a
   high watermark that advances. Leader changes, not epoch bumps, make an election storm.
-- **Leaderless** needs no leader heard for `unreachable_after_ms`: a handover's gap is not one.
+- **Leaderless** needs no leader heard for `unreachable_after_ms`: a handover's gap is not one,
+  and through it (old leader gone, or the new one's view not yet arrived) replicas keep their verdicts.
 - **Hysteresis once.** The quorum's status is built from the replicas' unheld statuses and then
   held; the leader's own row is never held.
 - **Collector path.** A DescribeQuorum snapshot is the leader's own view (its row's timestamp is
@@ -635,6 +636,11 @@ class QuorumTracker:
 
         view = self._view_with_q(s["view"]) if s["view"] is not None and s["view"]["node"] == leader else None
         view_age = now_ms - view["q"] if view is not None else None
+        # A handover under way: the old leader gone, or the new one's view of its replicas not yet
+        # arrived, for less than the fetch timeout. Followers fetch from a new leader within
+        # milliseconds; an evaluation that falls in between judges nothing new about them.
+        handover = (leader_gone_for <= cfg.unreachable_after_ms if not leader_alive
+                    else view is None and now_ms - s["epoch_first_ms"] <= cfg.unreachable_after_ms)
         rows: list[dict[str, Any]] = []
         full = self.run_id is None or s.get("emitted_run") != self.run_id
         if emit_snapshot:
@@ -649,7 +655,7 @@ class QuorumTracker:
                 self._event("forget", replica_id=int(rid), role="observer", now_ms=now_ms,
                             reason=f"observer silent for {cfg.observer_forget_ms} ms")
                 continue
-            status, reason = self._replica_candidate(int(rid), r, leader, leader_alive, view, view_age)
+            status, reason = self._replica_candidate(int(rid), r, leader, leader_alive, view, view_age, handover)
             raw[int(rid)] = status
             cause = None
             if status != S.CAUGHT_UP:
@@ -768,10 +774,14 @@ class QuorumTracker:
             and now_ms - report[3] <= self.cfg.unreachable_after_ms + self.s["leader_alive_allowance_ms"]
 
     def _replica_candidate(self, rid: int, r: dict[str, Any], leader: int, leader_alive: bool,
-                           view: dict[str, Any] | None, view_age: int | None) -> tuple[str, str]:
+                           view: dict[str, Any] | None, view_age: int | None,
+                           handover: bool = False) -> tuple[str, str]:
         cfg, s = self.cfg, self.s
         if rid == leader and leader_alive:
             return S.CAUGHT_UP, "leader"
+        if handover and r["status"] is not None:
+            # as for the quorum: a replica keeps its verdict through a handover's gap
+            return r["status"]["status"], r["status"]["reason"]
         if not leader_alive:
             return S.UNKNOWN, "no live leader to judge against"
         if view is None or view_age > cfg.unreachable_after_ms + s["leader_alive_allowance_ms"]:

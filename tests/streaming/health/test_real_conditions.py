@@ -237,11 +237,26 @@ def test_a_graceful_handover_with_a_short_gap_is_not_leaderless():
     mon.run(script, 20_000)
     assert S.LEADERLESS not in quorum_transitions(mon)
     assert mon.quorum()["leader_id"] == 2
+    # nor is any follower: each keeps its verdict through the gap, as the quorum does
+    assert mon.transitions(3) == [] and mon.transitions(1) == []
     # A failover whose gap is longer than the fetch timeout is leaderless, as it should be.
     script2, mon2 = QuorumScript(), Monitor()
     mon2.run(script2, 5000)
     failover(script2, mon2, new_leader=2, split_votes=4)
     assert S.LEADERLESS in quorum_transitions(mon2)
+
+
+def test_an_evaluation_between_a_new_leaders_claim_and_its_first_fetch_flags_no_follower():
+    # The new leader's claim and its followers' first fetches land in different micro-batches.
+    script, mon = QuorumScript(), Monitor()
+    mon.run(script, 5000)
+    script.epoch, script.leader = 6, 2
+    script.mode = {1: "follow", 3: "follow"}
+    mon.feed([script.state_change(1, "resigned", from_state="leader", leader=1),
+              script.state_change(2, "leader", from_state="candidate", leader=2)])
+    mon.run(script, 10_000)
+    assert mon.transitions(3) == [] and mon.transitions(1) == []
+    assert mon.quorum()["leader_id"] == 2 and mon.replica(3)["status"] == S.CAUGHT_UP
 
 
 def test_a_backlog_in_a_quorums_first_batch_is_judged_at_every_tick_as_batch_by_batch():
