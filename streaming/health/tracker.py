@@ -655,13 +655,18 @@ class QuorumTracker:
                 self._event("forget", replica_id=int(rid), role="observer", now_ms=now_ms,
                             reason=f"observer silent for {cfg.observer_forget_ms} ms")
                 continue
-            status, reason = self._replica_candidate(int(rid), r, leader, leader_alive, view, view_age, handover)
-            raw[int(rid)] = status
             cause = None
-            if status != S.CAUGHT_UP:
-                cause, evidence = self._cause(int(rid), r, status, leader, view, now_ms)
+            if handover and r["status"] is not None and not (int(rid) == leader and leader_alive):
+                # as for the quorum: a replica keeps its verdict, and why, through a handover's gap
+                status, reason, cause = r["status"]["status"], r["status"]["reason"], r["status"].get("cause")
+            else:
+                status, reason = self._replica_candidate(int(rid), r, leader, leader_alive, view, view_age)
+                if status != S.CAUGHT_UP:
+                    cause, evidence = self._cause(int(rid), r, status, leader, view, now_ms)
+                    reason = f"{reason}; {cause}: {evidence}"
+            raw[int(rid)] = status
+            if cause is not None:
                 causes[int(rid)] = cause
-                reason = f"{reason}; {cause}: {evidence}"
             if status == S.UNKNOWN and leader_alive and self._follows(int(rid), leader, now_ms):
                 following.add(int(rid))
             # The leader's own row is never held: it leads now, whatever it was a moment ago.
@@ -774,14 +779,10 @@ class QuorumTracker:
             and now_ms - report[3] <= self.cfg.unreachable_after_ms + self.s["leader_alive_allowance_ms"]
 
     def _replica_candidate(self, rid: int, r: dict[str, Any], leader: int, leader_alive: bool,
-                           view: dict[str, Any] | None, view_age: int | None,
-                           handover: bool = False) -> tuple[str, str]:
+                           view: dict[str, Any] | None, view_age: int | None) -> tuple[str, str]:
         cfg, s = self.cfg, self.s
         if rid == leader and leader_alive:
             return S.CAUGHT_UP, "leader"
-        if handover and r["status"] is not None:
-            # as for the quorum: a replica keeps its verdict through a handover's gap
-            return r["status"]["status"], r["status"]["reason"]
         if not leader_alive:
             return S.UNKNOWN, "no live leader to judge against"
         if view is None or view_age > cfg.unreachable_after_ms + s["leader_alive_allowance_ms"]:

@@ -257,6 +257,18 @@ def test_an_evaluation_between_a_new_leaders_claim_and_its_first_fetch_flags_no_
     mon.run(script, 10_000)
     assert mon.transitions(3) == [] and mon.transitions(1) == []
     assert mon.quorum()["leader_id"] == 2 and mon.replica(3)["status"] == S.CAUGHT_UP
+    # a replica flagged before the handover keeps its verdict and its cause through the gap
+    script, mon = QuorumScript(), Monitor()
+    mon.run(script, 5000)
+    script.mode[3] = "silent"
+    mon.run(script, 5000)
+    flagged = mon.replica(3)
+    script.epoch, script.leader, script.mode[1] = 6, 2, "follow"
+    mon.feed([script.state_change(1, "resigned", from_state="leader", leader=1),
+              script.state_change(2, "leader", from_state="candidate", leader=2)])
+    kept = mon.replica(3)
+    assert (kept["status"], kept["cause"], kept["reason"]) == (flagged["status"], flagged["cause"], flagged["reason"])
+    assert flagged["status"] == S.UNREACHABLE and mon.events("cause") == []
 
 
 def test_a_backlog_in_a_quorums_first_batch_is_judged_at_every_tick_as_batch_by_batch():
