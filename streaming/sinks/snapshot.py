@@ -20,9 +20,9 @@ time, as the store saw them), plus one batch interval (the longest of the recent
 `max_cadence_ms` in all (an outage of the quorum's own input is no cadence). The batch interval is
 there because the quorums' Kafka partitions are read at slightly different moments, so records
 sent at the same instant can land a batch apart, and batches are not spaced exactly a trigger
-apart. Once other input outlasts that, the quorum's silence is evidence. The replica rows a held quorum
-produced are kept and applied with its first rows that are not held: a replica row comes only
-when what it shows changed, so a verdict reached during the hold would otherwise never show.
+apart. Once other input outlasts that, the quorum's silence is evidence. The replica rows a held
+quorum produced are kept and applied with its first rows that are not held: a replica row comes
+only when what it shows changed, so a verdict reached during the hold would otherwise never show.
 
 The events of a held quorum are not dropped: they wait here (at most `MAX_HELD_EVENTS` per
 quorum, the oldest dropped and counted) and are published, flagged `held: true`, in order, as

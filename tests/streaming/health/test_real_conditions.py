@@ -280,8 +280,9 @@ def test_a_backlog_in_a_quorums_first_batch_is_judged_at_every_tick_as_batch_by_
         records += script.run(10_000)
         script.mode[3] = "follow"
         records += script.run(10_000)
-        for i in range(0, len(records), max(1, len(records) * batch_ms // 30_000)):
-            mon.feed(records[i:i + max(1, len(records) * batch_ms // 30_000)])
+        step = max(1, len(records) * batch_ms // 30_000)
+        for i in range(0, len(records), step):
+            mon.feed(records[i:i + step])
         windows = [(w["replica_id"], w["status"]) for w in mon.events("window")]
         return mon.transitions(3) + mon.transitions(None), windows
     (by_batch, windows), (backlog, backlog_windows) = recorded(500), recorded(30_000)
