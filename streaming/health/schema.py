@@ -109,8 +109,8 @@ _HEALTH_SET = frozenset(HEALTH_COLUMNS)
 # What the processor reads from the decoded events (a subset of the envelope schema).
 INPUT_COLUMNS = ["type", "cluster_id", "topic", "partition", "time_ms", "leader_id", "leader_epoch",
                  "replica_id", "replica_role", "fetch_offset", "leader_log_end_offset", "high_watermark",
-                 "outcome", "last_caught_up_timestamp_ms", "node_id", "state", "epoch", "log_end_offset",
-                 "voter_set", "from_state", "to_state",
+                 "outcome", "last_fetch_timestamp_ms", "last_caught_up_timestamp_ms", "node_id", "state", "epoch",
+                 "log_end_offset", "voter_set", "from_state", "to_state",
                  "voters", "observers", "poll_interval_ms", "latency_ms", "answered_by", "error_code", "error",
                  "source",
                  "_kafka_partition", "_offset"]  # where the record was: one quorum's arrival order

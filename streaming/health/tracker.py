@@ -38,6 +38,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import clocks as C
+from . import reduce as R
 from . import statuses as S
 from . import windows as W
 from .config import HealthConfig
@@ -104,15 +105,19 @@ class QuorumTracker:
 
     # --- input ------------------------------------------------------------------------------
 
-    def apply_all(self, records: list[dict[str, Any]]) -> None:
+    def apply_all(self, records: list[dict[str, Any]], reduce: bool = True) -> None:
         """Fold a batch of records in arrival order (Kafka offset when known: one quorum's
         records share one partition), evaluating at every tick of the quorum's clock on the
         way, so a backlog still sees every transition and every window. A tick is evaluated
-        before the record that crossed it is folded in, so it is judged on what came before."""
+        before the record that crossed it is folded in, so it is judged on what came before.
+        Each replica's valid fetches are reduced per tick first (reduce.py); `reduce=False`
+        folds every record (the reference the reduction is tested against)."""
         if records and all(r.get("_offset") is not None for r in records):
             ordered = sorted(records, key=lambda r: (r.get("_kafka_partition") or 0, r["_offset"]))
         else:
             ordered = sorted(records, key=lambda r: r["time_ms"])
+        if reduce:
+            ordered = R.reduce_fetches(ordered, self.cfg.tick_ms)
         for rec in ordered:
             observed = self._observe(rec)
             if observed is None:
@@ -208,19 +213,24 @@ class QuorumTracker:
             r["rejected"] = [rec["outcome"], stamp, count]
         if rec["outcome"] != "valid":
             return
-        if r["last_fetch"] >= 0 and stamp > r["last_fetch"]:
+        # a record standing for fetches dropped before it (reduce.py) carries their gaps' measures
+        stands_for = rec.get(R.FETCHES) or 1
+        if stands_for > 1:
+            r["gap_peak_ms"], r["gap_ms"] = R.fold_gaps(r.get("gap_peak_ms", -1), r["gap_ms"], rec)
+        elif r["last_fetch"] >= 0 and stamp > r["last_fetch"]:
             gap = stamp - r["last_fetch"]
             r["gap_ms"] = gap if r["gap_ms"] < 0 else (2 * r["gap_ms"] + gap) // 3
             # the longest recent gap, fading by a quarter a fetch (see _cause)
-            r["gap_peak_ms"] = max(gap, r.get("gap_peak_ms", -1) * 3 // 4)
+            r["gap_peak_ms"] = R.peak_step(r.get("gap_peak_ms", -1), gap)
         r["rejected"], r["campaigns"], r["campaign_epoch"] = None, 0, -1
         fetch_offset, leader_leo = int(rec["fetch_offset"]), int(rec["leader_log_end_offset"])
         self._truncation_after_divergence(rid, r, fetch_offset, t)
         # KIP-836, in the leader's order (facts file), on the leader's own clock: caught up if the
-        # fetch reached the leader's end, or reached what the end was at the previous fetch.
+        # fetch reached the leader's end, or reached what the end was at the previous fetch. Not
+        # across dropped fetches: the previous one is not the one before this.
         if fetch_offset >= leader_leo:
             r["last_caught_up"] = max(r["last_caught_up"], stamp)
-        elif r["fetch_leader_leo"] > 0 and fetch_offset >= r["fetch_leader_leo"]:
+        elif stands_for == 1 and r["fetch_leader_leo"] > 0 and fetch_offset >= r["fetch_leader_leo"]:
             r["last_caught_up"] = max(r["last_caught_up"], r["last_fetch"])
         # The leader's own result, when the record carries it: in Kafka order the same as the
         # replay above, and still right when records before this one were lost or came before

@@ -13,8 +13,10 @@ from .quorum_script import KEY, T0, QuorumScript
 class Monitor:
     """Feeds a tracker batch by batch, as the processor does, and keeps every row it emitted."""
 
-    def __init__(self, cfg: HealthConfig | None = None):
+    def __init__(self, cfg: HealthConfig | None = None, reduce: bool = True):
+        """`reduce`: fold each replica's fetches reduced per tick, as the processor does."""
         self.cfg = cfg or HealthConfig()
+        self.reduce = reduce
         self.state = new_state(*KEY)
         self.rows: list[dict[str, Any]] = []
         self.offset = 0
@@ -26,7 +28,7 @@ class Monitor:
         records = [unpack_record(pack_record(r)) for r in records]
         for r in records:
             r["_offset"], self.offset = self.offset, self.offset + 1
-        tracker.apply_all(records)
+        tracker.apply_all(records, reduce=self.reduce)
         rows = tracker.evaluate(None, silent=False)
         self.rows += rows
         return rows
