@@ -1,0 +1,216 @@
+"""Each replica's fetches reduced per tick give the verdicts of every record folded one by one.
+
+The rule (`streaming.health.reduce`) on hand-made runs; its Arrow form (`reduce_arrow`, the job's
+stage before the shuffle) against the rule on interleaved quorums; and the differential: the
+synthetic quorum's demo timeline (one fault of every kind) at a busy quorum's rate, folded
+record by record and reduced, must give the same transitions and windows, at the same instants.
+Seeds are random and printed; `SYNTH_SEED` replays them.
+"""
+from __future__ import annotations
+
+import os
+import random
+
+import pyarrow as pa
+
+from quorum import events
+from quorum.synthetic import SyntheticConfig, SyntheticQuorum, demo_faults
+from streaming.health import reduce as R
+from streaming.health import reduce_arrow as RA
+from streaming.health.config import HealthConfig
+from streaming.health.schema import KEY_COLUMNS, RECORD_JSON, pack_record, unpack_record
+
+from .tracker_harness import Monitor
+
+START = 1_700_000_000_000
+TICK = 1000
+
+
+def seeds(n: int) -> range:
+    base = int(os.environ.get("SYNTH_SEED", random.randrange(1 << 30)))
+    print(f"seeds {base}..{base + n - 1} (replay with SYNTH_SEED={base})")
+    return range(base, base + n)
+
+
+def fetch(t: int, replica: int = 2, offset: int = 10, outcome: str = "valid", leader: int = 1, epoch: int = 3,
+          view: bool = True) -> dict:
+    return {"type": "fetch", "cluster_id": "c", "topic": "t", "partition": 0, "time_ms": START + t,
+            "leader_id": leader, "leader_epoch": epoch, "replica_id": replica, "replica_role": "voter",
+            "fetch_offset": offset, "leader_log_end_offset": offset, "high_watermark": offset, "outcome": outcome,
+            "last_fetch_timestamp_ms": START + t if view else None,
+            "last_caught_up_timestamp_ms": START + t if view else None}
+
+
+def metrics(t: int, node: int = 3) -> dict:
+    return {"type": "metrics", "cluster_id": "c", "topic": "t", "partition": 0, "time_ms": START + t,
+            "node_id": node, "leader_id": 1, "epoch": 3, "state": "follower", "high_watermark": 10,
+            "log_end_offset": 10}
+
+
+def kept(records: list[dict]) -> list[tuple]:
+    """What the rule keeps of `records`, after another replica's fetch that shows the high
+    watermark first (a batch's first sight of it is kept, as the end of a stall would be)."""
+    shown = fetch(0, replica=9, offset=records[0]["high_watermark"])
+    return [(r["type"], r["time_ms"] - START, r.get(R.FETCHES)) for r in R.reduce_fetches([shown] + records, TICK)
+            if r is not shown]
+
+
+def test_a_run_keeps_its_first_and_last_fetch_and_the_last_stands_for_the_gaps_between():
+    run = [fetch(t) for t in (100, 300, 450, 700, 900)]
+    assert kept(run) == [("fetch", 100, None), ("fetch", 900, 4)]
+    last = R.reduce_fetches([fetch(0, replica=9)] + run, TICK)[-1]
+    # gaps 200, 150, 250, 200: the peak of 250 has faded to 187 by the last gap, 200
+    assert last[R.GAP_PEAK_MS] == 200
+    # two records: nothing dropped, nothing to carry
+    assert kept(run[:2]) == [("fetch", 100, None), ("fetch", 300, None)]
+
+
+def test_runs_end_at_a_tick_another_source_a_refused_fetch_a_step_back_and_an_old_writer():
+    assert kept([fetch(t) for t in (100, 500, 900, 1100, 1500, 1900)]) == \
+        [("fetch", 100, None), ("fetch", 900, 2), ("fetch", 1100, None), ("fetch", 1900, 2)]
+    # a node's own record: the quorum's clock must stand where the leader's records put it
+    assert kept([fetch(100), fetch(200), fetch(300), metrics(350), fetch(400), fetch(500), fetch(600)]) == \
+        [("fetch", 100, None), ("fetch", 300, 2), ("metrics", 350, None), ("fetch", 400, None), ("fetch", 600, 2)]
+    # a diverging fetch: the valid one after it says where the log was cut, and is kept
+    assert kept([fetch(100), fetch(200), fetch(300, outcome="diverging"), fetch(400, offset=5), fetch(500, offset=6),
+                 fetch(600, offset=7)]) == \
+        [("fetch", 100, None), ("fetch", 200, None), ("fetch", 300, None), ("fetch", 400, None), ("fetch", 600, 2)]
+    assert kept([fetch(100), fetch(200), fetch(300, offset=4), fetch(400, offset=4)]) == \
+        [("fetch", 100, None), ("fetch", 200, None), ("fetch", 300, None), ("fetch", 400, None)]
+    # a writer that does not publish its view: the tracker replays KIP-836 over every record
+    assert len(kept([fetch(t, view=False) for t in (100, 200, 300, 400)])) == 4
+    # other replicas' runs go on beside each other; a reduced record is kept as it is
+    both = [fetch(t, replica=2 + t // 50 % 2) for t in range(100, 600, 50)]
+    assert [(rid, len([r for r in R.reduce_fetches([fetch(0, replica=9)] + both, TICK) if r["replica_id"] == rid]))
+            for rid in (2, 3)] == \
+        [(2, 2), (3, 2)]
+    reduced = R.reduce_fetches([fetch(t) for t in (0, 100, 200, 300)], TICK)
+    assert R.reduce_fetches(reduced + [fetch(400)], TICK) == reduced + [fetch(400)]
+
+
+def test_the_high_watermark_moving_on_after_a_pause_is_kept_where_it_moved():
+    def hw_at(t, hw):
+        return {**fetch(t), "high_watermark": hw}
+    # advancing every 100 ms: nothing to keep; after 400 ms without moving: the fetch it moved at
+    assert kept([hw_at(100, 11), hw_at(200, 12), hw_at(300, 13), hw_at(400, 14), hw_at(500, 15)]) == \
+        [("fetch", 100, None), ("fetch", 500, 4)]
+    assert kept([hw_at(100, 10), hw_at(200, 10), hw_at(300, 10), hw_at(400, 11), hw_at(500, 11), hw_at(600, 11)]) \
+        == [("fetch", 100, None), ("fetch", 300, 2), ("fetch", 400, None), ("fetch", 500, None),
+            ("fetch", 600, None)]
+
+
+def test_the_carried_gap_measures_end_where_folding_every_gap_would():
+    for seed in seeds(3):
+        rnd = random.Random(seed)
+        for _ in range(300):
+            gaps = [rnd.choice((0, rnd.randrange(1, 400), rnd.randrange(400, 1000)))
+                    for _ in range(rnd.randrange(2, 40))]
+            peak, mean = rnd.choice((-1, rnd.randrange(0, 3000))), rnd.choice((-1, rnd.randrange(1, 3000)))
+            run, p, m, t = R._Run(0, 0, 0), peak, mean, 0
+            for g in gaps:
+                t += g
+                run.add(t, 0)
+                if g > 0:
+                    m = g if m < 0 else (2 * m + g) // 3
+                    p = R.peak_step(p, g)
+            if run.fetches < 2:
+                continue
+            carried = {R.FETCHES: run.fetches, R.GAP_PEAK_MS: run.peak, R.GAP_MEAN_MS: run.mean,
+                       R.GAP_FIRST_MEAN_MS: run.first_mean}
+            got_peak, got_mean = R.fold_gaps(peak, mean, carried)
+            assert got_peak == p, (seed, gaps, peak)
+            assert abs(got_mean - m) <= 2, (seed, gaps, mean)  # the per-step rounding, done once
+
+
+def busy_timeline(seed: int, clusters: int = 1, append_ms: int = 20) -> list[dict]:
+    q = SyntheticQuorum(SyntheticConfig(clusters=clusters, voters=3, observers=2, seed=seed, start_ms=START,
+                                        append_interval_ms=append_ms, faults=tuple(demo_faults(3))))
+    return [events.to_dict(events.decode(v)) for _k, v, _t in q.events_until(START + 260_000)]
+
+
+def arrow_batch(records: list[dict]) -> pa.RecordBatch:
+    """Records as the job's decoding hands them to the stage (`route_records`'s columns)."""
+    def on_fetch(r, value):
+        return value if r["type"] == "fetch" else None
+    columns = {c: [r[c] for r in records] for c in KEY_COLUMNS}
+    columns[RECORD_JSON] = [pack_record(r) for r in records]
+    views = [int(r["outcome"] == "valid" and (r.get("last_fetch_timestamp_ms") or -1) >= 0)
+             if r["type"] == "fetch" else None for r in records]
+    for name, field in ((RA.FETCH_LEADER, "leader_id"), (RA.FETCH_EPOCH, "leader_epoch"),
+                        (RA.FETCH_REPLICA, "replica_id"), (RA.FETCH_ROLE, "replica_role"),
+                        (RA.FETCH_STAMP, "time_ms"), (RA.FETCH_OFFSET, "fetch_offset"),
+                        (RA.FETCH_CAUGHT_UP, "last_caught_up_timestamp_ms"),
+                        (RA.FETCH_HIGH_WATERMARK, "high_watermark")):
+        columns[name] = [on_fetch(r, r.get(field)) for r in records]
+    columns[RA.FETCH_VIEW] = views
+    columns[RA.METRICS_LEADER] = [r["leader_id"] if r["type"] == "metrics" else None for r in records]
+    columns[RA.METRICS_EPOCH] = [r["epoch"] if r["type"] == "metrics" else None for r in records]
+    columns[RA.KAFKA_PARTITION] = [r["_kafka_partition"] for r in records]
+    columns[RA.KAFKA_OFFSET] = [r["_offset"] for r in records]
+    return pa.RecordBatch.from_pydict(columns)
+
+
+def test_the_arrow_stage_keeps_what_the_rule_keeps_for_interleaved_quorums():
+    for seed in seeds(2):
+        records = busy_timeline(seed, clusters=3)
+        rnd = random.Random(seed)
+        # as Kafka delivers them: the quorums share two partitions, each partition in offset order
+        for i, r in enumerate(records):
+            r["_kafka_partition"], r["_offset"] = hash(r["cluster_id"]) % 2, i
+        rnd.shuffle(records)  # the stage puts each quorum's records in Kafka order itself
+        for lo in range(0, len(records), 40_000):
+            part = records[lo:lo + 40_000]
+            got: dict[tuple, list[dict]] = {}
+            for row in RA.reduce_batch(arrow_batch(part), KEY_COLUMNS, RECORD_JSON, TICK).to_pylist():
+                got.setdefault(tuple(row[c] for c in KEY_COLUMNS), []).append(unpack_record(row[RECORD_JSON]))
+            by_quorum: dict[tuple, list[dict]] = {}
+            for r in sorted(part, key=lambda r: r["_offset"]):
+                by_quorum.setdefault(tuple(r[c] for c in KEY_COLUMNS), []).append(unpack_record(pack_record(r)))
+            assert got.keys() == by_quorum.keys()
+            for key, records_of_quorum in by_quorum.items():
+                # rows leave the stage in the order they came; the tracker folds them in Kafka order
+                assert sorted(got[key], key=lambda r: r["_offset"]) == R.reduce_fetches(records_of_quorum, TICK), \
+                    (seed, key)
+            assert sum(map(len, got.values())) * 3 < len(part), seed  # the test reduces something
+
+
+def fold(records: list[dict], reduce: bool, batch_ms) -> list[dict]:
+    """Every row the tracker emits, fed a batch at a time: `batch_ms()` of records each."""
+    mon, i, end = Monitor(HealthConfig(), reduce=reduce), 0, START
+    while i < len(records):
+        end += batch_ms()
+        first = i
+        while i < len(records) and records[i]["time_ms"] < end:
+            i += 1
+        mon.feed(records[first:i])
+    return mon.rows
+
+
+def test_a_busy_quorums_timeline_reduced_gives_the_same_transitions_and_windows():
+    """Read in micro-batches of about a second, as the job reads it, and as one backlog: the
+    same transitions and windows, at the same instants. The one listed difference: an
+    evaluation at a tick inside a run sees the replica as of the run's first record, caught up
+    then, so an instant may come up to a tick apart."""
+    events_of = {"transition": ("replica_id", "previous_status", "status", "cause"),
+                 "window": ("replica_id", "status")}
+    instants_of = {"transition": ("now_ms",), "window": ("window_start_ms", "window_end_ms")}
+    for seed in seeds(3):
+        records = busy_timeline(seed)
+        rnd = random.Random(seed)
+        for name, batch_ms in (("1 s", lambda: 1000), ("0.7-1.3 s", lambda: rnd.randrange(700, 1300)),
+                               ("backlog", lambda: 260_000)):
+            state = rnd.getstate()
+            every = fold(records, False, batch_ms)
+            rnd.setstate(state)  # the same batches
+            reduced = fold(records, True, batch_ms)
+            for kind, fields in events_of.items():
+                want = [r for r in every if r["kind"] == kind]
+                got = [r for r in reduced if r["kind"] == kind]
+                assert len(want) >= 5, (seed, kind)
+                assert [tuple(r.get(f) for f in fields) for r in got] == \
+                    [tuple(r.get(f) for f in fields) for r in want], (seed, name, kind)
+                moved = [(w.get("replica_id"), f, w[f] - START, g[f] - START)
+                         for w, g in zip(want, got) for f in instants_of[kind] if abs(w[f] - g[f]) > TICK]
+                assert moved == [], (seed, name)
+                print(seed, name, kind, "instants apart:", sum(w[f] != g[f] for w, g in zip(want, got)
+                                                                for f in instants_of[kind]))
