@@ -201,26 +201,5 @@ def route_records(max_future_ms: int = events.DEFAULT_MAX_FUTURE_MS,
         time_ms = F.col(f"{RECORD}.time_ms")
         plausible = (accepted | readable) & (time_ms <= F.col(CHECKED_AT) + int(max_future_ms))
         return checked.select(*routed, F.when(accepted, packed).otherwise(_raw_record_json()).alias(RECORD_JSON),
-                              accepted.alias(ACCEPTED), F.when(plausible, time_ms).alias(TIME_MS),
-                              *_run_columns(accepted))
+                              accepted.alias(ACCEPTED), F.when(plausible, time_ms).alias(TIME_MS))
     return transform
-
-
-def _run_columns(accepted: Column) -> list[Column]:
-    """What the reduction before the health state reads of an accepted fetch or metrics record
-    (null on every other record), and where the record was: `streaming.health.reduce_arrow`."""
-    from streaming.health import reduce_arrow as RA
-    fetch = accepted & (F.col(f"{RECORD}.type") == "fetch")
-    view = (F.col(f"{RECORD}.outcome") == "valid") & (F.coalesce(F.col(f"{RECORD}.last_fetch_timestamp_ms"),
-                                                                   F.lit(-1)) >= 0)
-    values = {RA.FETCH_LEADER: F.col(f"{RECORD}.leader_id"), RA.FETCH_EPOCH: F.col(f"{RECORD}.leader_epoch"),
-              RA.FETCH_REPLICA: F.col(f"{RECORD}.replica_id"), RA.FETCH_ROLE: F.col(f"{RECORD}.replica_role"),
-              RA.FETCH_VIEW: view.cast("int"), RA.FETCH_STAMP: F.col(f"{RECORD}.time_ms"),
-              RA.FETCH_OFFSET: F.col(f"{RECORD}.fetch_offset"),
-              RA.FETCH_HIGH_WATERMARK: F.col(f"{RECORD}.high_watermark"),
-              RA.FETCH_CAUGHT_UP: F.coalesce(F.col(f"{RECORD}.last_caught_up_timestamp_ms"), F.lit(-1))}
-    metrics = accepted & (F.col(f"{RECORD}.type") == "metrics")
-    return ([F.when(fetch, v).alias(name) for name, v in values.items()]
-            + [F.when(metrics, F.col(f"{RECORD}.leader_id")).alias(RA.METRICS_LEADER),
-               F.when(metrics, F.col(f"{RECORD}.epoch")).alias(RA.METRICS_EPOCH),
-               F.col("partition").alias(RA.KAFKA_PARTITION), F.col("offset").alias(RA.KAFKA_OFFSET)])

@@ -1,8 +1,7 @@
 """The streaming job: events topic -> decode -> health state -> Prometheus / Kafka / console.
 
 One query, `quorum_health`, checkpointed in `<checkpoint>/health`: source -> `route_records`
-(Spark's fast path packs the records it accepts; the others ride raw) -> `reduce_stream` (each
-replica's valid fetches reduced per tick in the read tasks, before the shuffle) -> `build_health_stream`
+(Spark's fast path packs the records it accepts; the others ride raw) -> `build_health_stream`
 (the processor decides the raw ones with the contract's decoder; rejects come out as
 `dead_letter` rows) -> the sinks' batch writer, which puts the rejects in `dead_letters.path`,
 one file per batch, and counts them by reason. The topic is read once. `observe()` on the
@@ -24,7 +23,6 @@ from pyspark.sql import functions as F
 from streaming.config import DEFAULT_DEAD_LETTER_TRIGGER_MS, JobConfig
 from streaming.decode import TIME_MS, route_records
 from streaming.health import build_health_stream
-from streaming.health.reduce_arrow import reduce_stream
 from streaming.job_logging import BATCH_LOGGER, batch_line, spark_conf
 from streaming.progress_listener import ProgressListener
 from streaming.sinks import HealthBatchWriter, make_batch_writer
@@ -182,9 +180,7 @@ def start_job(spark: SparkSession, cfg: JobConfig, writer: HealthBatchWriter | N
                     "health batch (job.trigger_interval_ms), from the same read of the topic")
 
     routed = observe_input(routed_events(spark, cfg))
-    # each replica's fetches reduced per tick where they are read, before the shuffle
-    reduced = reduce_stream(routed, cfg.health.tick_ms)
-    health = build_health_stream(reduced, cfg.health, max_future_ms=cfg.decode.max_future_ms)
+    health = build_health_stream(routed, cfg.health, max_future_ms=cfg.decode.max_future_ms)
     health_query = (health.writeStream.queryName(HEALTH_QUERY).outputMode("update").foreachBatch(writer)
                     .option("checkpointLocation", str(checkpoint / "health"))
                     .trigger(processingTime=trigger).start())

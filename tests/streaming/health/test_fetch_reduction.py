@@ -1,9 +1,8 @@
 """Each replica's fetches reduced per tick give the verdicts of every record folded one by one.
 
-The rule (`streaming.health.reduce`) on hand-made runs; its Arrow form (`reduce_arrow`, the job's
-stage before the shuffle) against the rule on interleaved quorums; and the differential: the
-synthetic quorum's demo timeline (one fault of every kind) at a busy quorum's rate, folded
-record by record and reduced, must give the same transitions and windows, at the same instants.
+The rule (`streaming.health.reduce`) on hand-made runs, and the differential: the synthetic
+quorum's demo timeline (one fault of every kind) at a busy quorum's rate, folded record by record
+and reduced, must give the same transitions and windows, at the same instants.
 Seeds are random and printed; `SYNTH_SEED` replays them.
 """
 from __future__ import annotations
@@ -11,14 +10,10 @@ from __future__ import annotations
 import os
 import random
 
-import pyarrow as pa
-
 from quorum import events
 from quorum.synthetic import SyntheticConfig, SyntheticQuorum, demo_faults
 from streaming.health import reduce as R
-from streaming.health import reduce_arrow as RA
 from streaming.health.config import HealthConfig
-from streaming.health.schema import KEY_COLUMNS, RECORD_JSON, pack_record, unpack_record
 
 from .tracker_harness import Monitor
 
@@ -122,56 +117,10 @@ def test_the_carried_gap_measures_end_where_folding_every_gap_would():
             assert abs(got_mean - m) <= 2, (seed, gaps, mean)  # the per-step rounding, done once
 
 
-def busy_timeline(seed: int, clusters: int = 1, append_ms: int = 20) -> list[dict]:
-    q = SyntheticQuorum(SyntheticConfig(clusters=clusters, voters=3, observers=2, seed=seed, start_ms=START,
+def busy_timeline(seed: int, append_ms: int = 20) -> list[dict]:
+    q = SyntheticQuorum(SyntheticConfig(clusters=1, voters=3, observers=2, seed=seed, start_ms=START,
                                         append_interval_ms=append_ms, faults=tuple(demo_faults(3))))
     return [events.to_dict(events.decode(v)) for _k, v, _t in q.events_until(START + 260_000)]
-
-
-def arrow_batch(records: list[dict]) -> pa.RecordBatch:
-    """Records as the job's decoding hands them to the stage (`route_records`'s columns)."""
-    def on_fetch(r, value):
-        return value if r["type"] == "fetch" else None
-    columns = {c: [r[c] for r in records] for c in KEY_COLUMNS}
-    columns[RECORD_JSON] = [pack_record(r) for r in records]
-    views = [int(r["outcome"] == "valid" and (r.get("last_fetch_timestamp_ms") or -1) >= 0)
-             if r["type"] == "fetch" else None for r in records]
-    for name, field in ((RA.FETCH_LEADER, "leader_id"), (RA.FETCH_EPOCH, "leader_epoch"),
-                        (RA.FETCH_REPLICA, "replica_id"), (RA.FETCH_ROLE, "replica_role"),
-                        (RA.FETCH_STAMP, "time_ms"), (RA.FETCH_OFFSET, "fetch_offset"),
-                        (RA.FETCH_CAUGHT_UP, "last_caught_up_timestamp_ms"),
-                        (RA.FETCH_HIGH_WATERMARK, "high_watermark")):
-        columns[name] = [on_fetch(r, r.get(field)) for r in records]
-    columns[RA.FETCH_VIEW] = views
-    columns[RA.METRICS_LEADER] = [r["leader_id"] if r["type"] == "metrics" else None for r in records]
-    columns[RA.METRICS_EPOCH] = [r["epoch"] if r["type"] == "metrics" else None for r in records]
-    columns[RA.KAFKA_PARTITION] = [r["_kafka_partition"] for r in records]
-    columns[RA.KAFKA_OFFSET] = [r["_offset"] for r in records]
-    return pa.RecordBatch.from_pydict(columns)
-
-
-def test_the_arrow_stage_keeps_what_the_rule_keeps_for_interleaved_quorums():
-    for seed in seeds(2):
-        records = busy_timeline(seed, clusters=3)
-        rnd = random.Random(seed)
-        # as Kafka delivers them: the quorums share two partitions, each partition in offset order
-        for i, r in enumerate(records):
-            r["_kafka_partition"], r["_offset"] = hash(r["cluster_id"]) % 2, i
-        rnd.shuffle(records)  # the stage puts each quorum's records in Kafka order itself
-        for lo in range(0, len(records), 40_000):
-            part = records[lo:lo + 40_000]
-            got: dict[tuple, list[dict]] = {}
-            for row in RA.reduce_batch(arrow_batch(part), KEY_COLUMNS, RECORD_JSON, TICK).to_pylist():
-                got.setdefault(tuple(row[c] for c in KEY_COLUMNS), []).append(unpack_record(row[RECORD_JSON]))
-            by_quorum: dict[tuple, list[dict]] = {}
-            for r in sorted(part, key=lambda r: r["_offset"]):
-                by_quorum.setdefault(tuple(r[c] for c in KEY_COLUMNS), []).append(unpack_record(pack_record(r)))
-            assert got.keys() == by_quorum.keys()
-            for key, records_of_quorum in by_quorum.items():
-                # rows leave the stage in the order they came; the tracker folds them in Kafka order
-                assert sorted(got[key], key=lambda r: r["_offset"]) == R.reduce_fetches(records_of_quorum, TICK), \
-                    (seed, key)
-            assert sum(map(len, got.values())) * 3 < len(part), seed  # the test reduces something
 
 
 def fold(records: list[dict], reduce: bool, batch_ms) -> list[dict]:
