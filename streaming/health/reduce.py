@@ -11,11 +11,10 @@ fetches under one leader and epoch that carry the leader's view (`last_fetch_tim
 each caught up as of the replica's previous valid fetch (or at itself), with stamps in one tick
 (`time_ms // tick_ms`) and fetch offsets that never go back. A record of another source ends
 runs: a node's metrics under the same leader and epoch ends the run of the leader's newest fetch
-before it; anything else (a state change, a snapshot, another leader's fetch) ends them all.
-Of a run, the first and the last
-record are kept, each where it arrived; the ones between are dropped, and the last says how many
-valid fetches it stands for (`FETCHES`: the gaps since the first) and what those gaps come to.
-Every other record is kept as it is.
+before it; anything else (a state change, a snapshot, another leader's fetch) ends them all. Of a
+run, the first and the last record are kept, each where it arrived; the ones between are dropped,
+and the last says how many valid fetches it stands for (`FETCHES`: the gaps since the first) and
+what those gaps come to. Every other record is kept as it is.
 
 How each order-dependent fact survives:
   - KIP-836 caught-up times: the last record carries the leader's own result (a replica's
@@ -131,7 +130,7 @@ def reduce_fetches(records: list[dict[str, Any]], tick_ms: int) -> list[dict[str
             continue
         leader, epoch = rec["leader_id"], rec["leader_epoch"]
         # the high watermark moving on after a pause: kept, so its advance is never dated late
-        hw, stamp = rec["high_watermark"], int(rec["time_ms"])
+        hw, stamp, offset = rec["high_watermark"], int(rec["time_ms"]), int(rec["fetch_offset"])
         resumed = hw > hw_max and (hw_at is None or stamp - hw_at >= tick_ms // 4)
         if hw > hw_max:
             hw_max, hw_at = hw, stamp
@@ -141,7 +140,6 @@ def reduce_fetches(records: list[dict[str, Any]], tick_ms: int) -> list[dict[str
             previous.pop(key, None)
             out.append(rec)
             continue
-        stamp, offset = int(rec["time_ms"]), int(rec["fetch_offset"])
         # caught up as of its previous fetch, or at this one: a record of a replica catching up
         # is kept (an evaluation inside a run sees the replica as of the run's first record)
         caught = rec["last_caught_up_timestamp_ms"] >= previous.get(key, stamp)
