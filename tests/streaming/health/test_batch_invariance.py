@@ -15,45 +15,23 @@ window is a short `unknown` one depends on whether an evaluation falls before it
 """
 from __future__ import annotations
 
-import os
-import random
-
-from quorum import events
-from quorum.synthetic import SyntheticConfig, SyntheticQuorum, demo_faults
 from streaming.health.config import HealthConfig
 
-from .tracker_harness import Monitor
+from .tracker_harness import DEMO_START as START
+from .tracker_harness import DEMO_MS, demo_timeline, fold_in_batches, seeds
 
-START = 1_700_000_000_000
-RUN_MS = 260_000
 SAMPLED = ("leader_partition", "election_storm")  # where verdicts depend on where ticks fall
 CFG = HealthConfig()
 
 
-def timeline(seed: int):
-    q = SyntheticQuorum(SyntheticConfig(clusters=1, voters=3, observers=2, seed=seed, start_ms=START,
-                                        faults=tuple(demo_faults(3))))
-    records = [(t, events.to_dict(events.decode(value))) for _key, value, t in q.events_until(START + RUN_MS)]
-    return records, q.timeline
-
-
 def fold(records, batch_ms: int) -> list[dict]:
     """Every row the tracker emits, fed `batch_ms` of records at a time as the processor feeds it."""
-    mon, i, end = Monitor(CFG), 0, START
-    while i < len(records):
-        end += batch_ms
-        first = i
-        while i < len(records) and records[i][0] < end:
-            i += 1
-        mon.feed([r for _t, r in records[first:i]])
-    return mon.rows
+    return fold_in_batches(records, lambda: batch_ms, CFG)
 
 
 def test_transitions_and_windows_do_not_depend_on_where_micro_batches_end():
-    base = int(os.environ.get("SYNTH_SEED", random.randrange(1 << 30)))
-    print(f"seeds {base}..{base + 2} (replay with SYNTH_SEED={base})")
-    for seed in range(base, base + 3):
-        records, truth = timeline(seed)
+    for seed in seeds(3):
+        records, truth = demo_timeline(seed)
         sampled = [(e.start_ms, e.end_ms + CFG.recovery_hold_ms + 2 * CFG.tick_ms) for e in truth
                    if e.kind in SAMPLED]
         assert len(sampled) == len(SAMPLED)
@@ -65,7 +43,7 @@ def test_transitions_and_windows_do_not_depend_on_where_micro_batches_end():
         reference = fold(records, 1000)
         expected = judged(reference, "transition")
         assert len(expected) >= 10, seed
-        for batch_ms in (400, 3000, RUN_MS):
+        for batch_ms in (400, 3000, DEMO_MS):
             rows = fold(records, batch_ms)
             got = judged(rows, "transition")
             assert [(r.get("replica_id"), r["previous_status"], r["status"]) for r in got] == \

@@ -2,29 +2,20 @@
 
 The rule (`streaming.health.reduce`) on hand-made runs, and the differential: the synthetic
 quorum's demo timeline (one fault of every kind) at a busy quorum's rate, folded record by record
-and reduced, must give the same transitions and windows, at the same instants.
+and reduced, must give the same transitions and windows, at instants at most a tick apart.
 Seeds are random and printed; `SYNTH_SEED` replays them.
 """
 from __future__ import annotations
 
-import os
 import random
 
-from quorum import events
-from quorum.synthetic import SyntheticConfig, SyntheticQuorum, demo_faults
 from streaming.health import reduce as R
 from streaming.health.config import HealthConfig
 
-from .tracker_harness import Monitor
+from .tracker_harness import DEMO_START as START
+from .tracker_harness import demo_timeline, fold_in_batches, seeds
 
-START = 1_700_000_000_000
 TICK = 1000
-
-
-def seeds(n: int) -> range:
-    base = int(os.environ.get("SYNTH_SEED", random.randrange(1 << 30)))
-    print(f"seeds {base}..{base + n - 1} (replay with SYNTH_SEED={base})")
-    return range(base, base + n)
 
 
 def fetch(t: int, replica: int = 2, offset: int = 10, outcome: str = "valid", leader: int = 1, epoch: int = 3,
@@ -117,41 +108,23 @@ def test_the_carried_gap_measures_end_where_folding_every_gap_would():
             assert abs(got_mean - m) <= 2, (seed, gaps, mean)  # the per-step rounding, done once
 
 
-def busy_timeline(seed: int, append_ms: int = 20) -> list[dict]:
-    q = SyntheticQuorum(SyntheticConfig(clusters=1, voters=3, observers=2, seed=seed, start_ms=START,
-                                        append_interval_ms=append_ms, faults=tuple(demo_faults(3))))
-    return [events.to_dict(events.decode(v)) for _k, v, _t in q.events_until(START + 260_000)]
-
-
-def fold(records: list[dict], reduce: bool, batch_ms) -> list[dict]:
-    """Every row the tracker emits, fed a batch at a time: `batch_ms()` of records each."""
-    mon, i, end = Monitor(HealthConfig(), reduce=reduce), 0, START
-    while i < len(records):
-        end += batch_ms()
-        first = i
-        while i < len(records) and records[i]["time_ms"] < end:
-            i += 1
-        mon.feed(records[first:i])
-    return mon.rows
-
-
 def test_a_busy_quorums_timeline_reduced_gives_the_same_transitions_and_windows():
     """Read in micro-batches of about a second, as the job reads it, and as one backlog: the
-    same transitions and windows, at the same instants. The one listed difference: an
+    same transitions and windows. The one listed difference: an
     evaluation at a tick inside a run sees the replica as of the run's first record, caught up
     then, so an instant may come up to a tick apart."""
     events_of = {"transition": ("replica_id", "previous_status", "status", "cause"),
                  "window": ("replica_id", "status")}
     instants_of = {"transition": ("now_ms",), "window": ("window_start_ms", "window_end_ms")}
     for seed in seeds(3):
-        records = busy_timeline(seed)
+        records, _faults = demo_timeline(seed, append_ms=20)  # a busy quorum: about 210 events/s
         rnd = random.Random(seed)
         for name, batch_ms in (("1 s", lambda: 1000), ("0.7-1.3 s", lambda: rnd.randrange(700, 1300)),
                                ("backlog", lambda: 260_000)):
             state = rnd.getstate()
-            every = fold(records, False, batch_ms)
+            every = fold_in_batches(records, batch_ms, HealthConfig(), reduce=False)
             rnd.setstate(state)  # the same batches
-            reduced = fold(records, True, batch_ms)
+            reduced = fold_in_batches(records, batch_ms, HealthConfig())
             for kind, fields in events_of.items():
                 want = [r for r in every if r["kind"] == kind]
                 got = [r for r in reduced if r["kind"] == kind]
