@@ -79,6 +79,7 @@ def mutations(record) -> list[bytes]:
             variant(**{fs.name: "no-such-choice"})
         if fs.kind == "long_list":
             variant(**{fs.name: [1, -2]})
+            variant(**{fs.name: [1, None]})
             variant(**{fs.name: [1, "2"]})
             variant(**{fs.name: []})
         if fs.kind == "replica_list":
