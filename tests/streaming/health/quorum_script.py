@@ -22,6 +22,9 @@ KEY = (CLUSTER, TOPIC, PARTITION)
 
 
 class QuorumScript:
+    # the leader's fetch records carry its view of the replica (set by the reduction differential)
+    publishes_view = False
+
     def __init__(self, voters=(1, 2, 3), observers=(), leader=1, epoch=5, t0=T0, cluster=CLUSTER):
         self.cluster, self.voters, self.observers = cluster, tuple(voters), tuple(observers)
         self.leader, self.epoch, self.t = leader, epoch, t0
@@ -34,12 +37,20 @@ class QuorumScript:
         self.last_fetch = {r: t0 for r in self.leo}  # leader-clock time of each replica's last fetch
         self.last_caught_up = {r: t0 for r in self.leo}
 
-    def fetch(self, replica: int, offset: int, *, leader=None, epoch=None, outcome="valid") -> dict[str, Any]:
+    def fetch(self, replica: int, offset: int, *, leader=None, epoch=None, outcome="valid",
+              view: bool = False) -> dict[str, Any]:
+        """`view`: with the leader's KIP-836 state of the replica after this fetch, as the
+        project's nodes publish it (a writer before that publishes none)."""
         role = "voter" if replica in self.voters else "observer"
         leader = self.leader if leader is None else leader
+        state = ()
+        if view:
+            skew = self.skew.get(leader, 0)
+            state = (offset, self.last_fetch[replica] + skew, self.last_caught_up[replica] + skew)
         return E.to_dict(E.Fetch(self.cluster, TOPIC, PARTITION, self.clock(leader), leader,
                                  self.epoch if epoch is None else epoch, replica, role, offset,
-                                 self.epoch, max(self.leader_leo, offset), min(self.hw, self.leader_leo), outcome))
+                                 self.epoch, max(self.leader_leo, offset), min(self.hw, self.leader_leo), outcome,
+                                 *state))
 
     def metrics(self, node: int, *, state=None, leo=None, epoch=None, leader=None) -> dict[str, Any]:
         if state is None:
@@ -98,7 +109,7 @@ class QuorumScript:
             if offset >= self.leader_leo:
                 self.last_caught_up[r] = self.t
             if self.leader_talks:
-                out.append(self.fetch(r, offset))
+                out.append(self.fetch(r, offset, view=self.publishes_view))
         ends = sorted((self.leo[v] for v in self.voters), reverse=True)
         self.hw = max(self.hw, ends[len(self.voters) // 2])
         if self.t % 1000 == 0:

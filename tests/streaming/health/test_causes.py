@@ -12,6 +12,9 @@ from streaming.health import statuses as S
 from .quorum_script import T0, QuorumScript
 from .tracker_harness import Monitor
 
+# each verdict here also holds when every record is folded one by one (conftest.py)
+pytestmark = pytest.mark.usefixtures("reduction_differential")
+
 
 def cut_off(script: QuorumScript, node: int, ms: int, *, state: str = "prospective") -> list[dict]:
     """`node`'s traffic dropped: no fetches reach the leader, but it runs and publishes metrics:

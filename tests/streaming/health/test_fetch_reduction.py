@@ -2,7 +2,9 @@
 
 The rule (`streaming.health.reduce`) on hand-made runs, and the differential: the synthetic
 quorum's demo timeline (one fault of every kind) at a busy quorum's rate, folded record by record
-and reduced, must give the same transitions and windows, at instants at most a tick apart.
+and reduced, must give the same events, at instants at most a tick apart (the verdict tests of
+`test_tracker.py`, `test_real_conditions.py` and `test_causes.py` are differentials too: see
+conftest.py).
 Seeds are random and printed; `SYNTH_SEED` replays them.
 """
 from __future__ import annotations
@@ -11,9 +13,10 @@ import random
 
 from streaming.health import reduce as R
 from streaming.health.config import HealthConfig
+from streaming.health.schema import EVENT_KINDS
 
 from .tracker_harness import DEMO_START as START
-from .tracker_harness import demo_timeline, fold_in_batches, seeds
+from .tracker_harness import EVENT_INSTANTS, demo_timeline, event_differences, fold_in_batches, seeds
 
 TICK = 1000
 
@@ -108,14 +111,11 @@ def test_the_carried_gap_measures_end_where_folding_every_gap_would():
             assert abs(got_mean - m) <= 2, (seed, gaps, mean)  # the per-step rounding, done once
 
 
-def test_a_busy_quorums_timeline_reduced_gives_the_same_transitions_and_windows():
+def test_a_busy_quorums_timeline_reduced_gives_the_same_events():
     """Read in micro-batches of about a second, as the job reads it, and as one backlog: the
-    same transitions and windows. The one listed difference: an
+    same events (transitions, windows, causes, truncations...). The one listed difference: an
     evaluation at a tick inside a run sees the replica as of the run's first record, caught up
     then, so an instant may come up to a tick apart."""
-    events_of = {"transition": ("replica_id", "previous_status", "status", "cause"),
-                 "window": ("replica_id", "status")}
-    instants_of = {"transition": ("now_ms",), "window": ("window_start_ms", "window_end_ms")}
     for seed in seeds(3):
         records, _faults = demo_timeline(seed, append_ms=20)  # a busy quorum: about 210 events/s
         rnd = random.Random(seed)
@@ -125,14 +125,21 @@ def test_a_busy_quorums_timeline_reduced_gives_the_same_transitions_and_windows(
             every = fold_in_batches(records, batch_ms, HealthConfig(), reduce=False)
             rnd.setstate(state)  # the same batches
             reduced = fold_in_batches(records, batch_ms, HealthConfig())
-            for kind, fields in events_of.items():
-                want = [r for r in every if r["kind"] == kind]
-                got = [r for r in reduced if r["kind"] == kind]
-                assert len(want) >= 5, (seed, kind)
-                assert [tuple(r.get(f) for f in fields) for r in got] == \
-                    [tuple(r.get(f) for f in fields) for r in want], (seed, name, kind)
-                moved = [(w.get("replica_id"), f, w[f] - START, g[f] - START)
-                         for w, g in zip(want, got) for f in instants_of[kind] if abs(w[f] - g[f]) > TICK]
-                assert moved == [], (seed, name)
-                print(seed, name, kind, "instants apart:", sum(w[f] != g[f] for w, g in zip(want, got)
-                                                                for f in instants_of[kind]))
+            for kind in ("transition", "window"):
+                assert len([r for r in every if r["kind"] == kind]) >= 5, (seed, kind)
+            assert event_differences(every, reduced, TICK) == [], (seed, name)
+            want = [r for r in every if r["kind"] in EVENT_KINDS]
+            got = [r for r in reduced if r["kind"] in EVENT_KINDS]
+            print(seed, name, len(want), "events, instants apart:",
+                  sum(w.get(f) != g.get(f) for w, g in zip(want, got) for f in EVENT_INSTANTS))
+
+
+def test_the_differential_reports_another_event_and_an_instant_beyond_a_tick():
+    base = {"kind": "transition", "replica_id": 3, "previous_status": "caught_up", "status": "unreachable",
+            "cause": "down", "now_ms": START}
+    quorum_row = {"kind": "quorum", "now_ms": START}  # not an event: never compared
+    assert event_differences([base, quorum_row], [base], TICK) == []
+    assert event_differences([base], [{**base, "now_ms": START + TICK}], TICK) == []
+    assert len(event_differences([base], [{**base, "now_ms": START + TICK + 1}], TICK)) == 1
+    assert len(event_differences([base], [{**base, "cause": "partitioned"}], TICK)) == 1
+    assert event_differences([base], [base, {**base, "kind": "window"}], TICK) == ["1 events one by one, 2 reduced"]

@@ -14,6 +14,9 @@ from streaming.health.config import HealthConfig
 from .quorum_script import T0, QuorumScript
 from .tracker_harness import Monitor
 
+# each verdict here also holds when every record is folded one by one (conftest.py)
+pytestmark = pytest.mark.usefixtures("reduction_differential")
+
 CFG = HealthConfig()
 
 

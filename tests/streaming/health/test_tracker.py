@@ -11,6 +11,9 @@ from streaming.health.config import HealthConfig
 from .quorum_script import T0, QuorumScript
 from .tracker_harness import Monitor
 
+# each verdict here also holds when every record is folded one by one (conftest.py)
+pytestmark = pytest.mark.usefixtures("reduction_differential")
+
 
 def test_healthy_quorum_flags_nothing_over_ten_minutes_of_synthetic_time():
     script, mon = QuorumScript(observers=(4,)), Monitor()

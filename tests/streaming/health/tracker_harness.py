@@ -9,7 +9,7 @@ from quorum import events
 from quorum.synthetic import SyntheticConfig, SyntheticQuorum, demo_faults
 
 from streaming.health.config import HealthConfig
-from streaming.health.schema import pack_record, unpack_record
+from streaming.health.schema import EVENT_KINDS, pack_record, unpack_record
 from streaming.health.tracker import QuorumTracker, new_state
 
 from .quorum_script import KEY, T0, QuorumScript
@@ -18,17 +18,37 @@ from .quorum_script import KEY, T0, QuorumScript
 class Monitor:
     """Feeds a tracker batch by batch, as the processor does, and keeps every row it emitted."""
 
+    # Set by the `reduction_differential` fixture: each reducing Monitor made meanwhile also
+    # folds every record one by one (its `shadow`), and is listed here to be compared.
+    shadowed: list["Monitor"] | None = None
+
     def __init__(self, cfg: HealthConfig | None = None, reduce: bool = True):
         """`reduce`: fold each replica's fetches reduced per tick, as the processor does."""
         self.cfg = cfg or HealthConfig()
         self.reduce = reduce
-        self.state = new_state(*KEY)
+        self._state = new_state(*KEY)
         self.rows: list[dict[str, Any]] = []
         self.offset = 0
+        self.shadow: Monitor | None = None
+        self.state_replaced = False
+        if reduce and Monitor.shadowed is not None:
+            self.shadow = Monitor(self.cfg, reduce=False)
+            Monitor.shadowed.append(self)
+
+    @property
+    def state(self) -> dict[str, Any]:
+        return self._state
+
+    @state.setter
+    def state(self, st: dict[str, Any]) -> None:
+        # a test replaying a batch restores the state; its shadow has none to restore
+        self._state, self.state_replaced = st, True
 
     def feed(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Records in the order given, as one Kafka partition would deliver them, each in the
         form the job hands the tracker (only the fields it packs)."""
+        if self.shadow is not None:
+            self.shadow.feed(records)
         tracker = QuorumTracker(self.cfg, self.state)
         records = [unpack_record(pack_record(r)) for r in records]
         for r in records:
@@ -55,6 +75,28 @@ class Monitor:
 
     def events(self, kind: str) -> list[dict[str, Any]]:
         return [r for r in self.rows if r["kind"] == kind]
+
+
+# What an event is, and when: a differential compares the first exactly, the second within a tick.
+EVENT_FIELDS = ("kind", "replica_id", "previous_status", "status", "cause")
+EVENT_INSTANTS = ("now_ms", "window_start_ms", "window_end_ms")
+
+
+def event_differences(every: list[dict[str, Any]], reduced: list[dict[str, Any]], tick_ms: int) -> list[str]:
+    """Where the events of a reduced fold differ from those of the record-by-record fold:
+    another event (kind, replica, statuses, cause), or one more than a tick apart."""
+    want = [r for r in every if r["kind"] in EVENT_KINDS]
+    got = [r for r in reduced if r["kind"] in EVENT_KINDS]
+    out = []
+    for i, (w, g) in enumerate(zip(want, got)):
+        if [w.get(f) for f in EVENT_FIELDS] != [g.get(f) for f in EVENT_FIELDS]:
+            out.append(f"event {i}: {[w.get(f) for f in EVENT_FIELDS]} one by one, "
+                       f"{[g.get(f) for f in EVENT_FIELDS]} reduced")
+        out += [f"event {i} {w['kind']} {f}: {w[f]} one by one, {g[f]} reduced" for f in EVENT_INSTANTS
+                if w.get(f) is not None and abs(w[f] - g[f]) > tick_ms]
+    if len(want) != len(got):
+        out.append(f"{len(want)} events one by one, {len(got)} reduced")
+    return out
 
 
 DEMO_START = 1_700_000_000_000
