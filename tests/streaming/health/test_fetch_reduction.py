@@ -142,4 +142,8 @@ def test_the_differential_reports_another_event_and_an_instant_beyond_a_tick():
     assert event_differences([base], [{**base, "now_ms": START + TICK}], TICK) == []
     assert len(event_differences([base], [{**base, "now_ms": START + TICK + 1}], TICK)) == 1
     assert len(event_differences([base], [{**base, "cause": "partitioned"}], TICK)) == 1
+    window = {"kind": "window", "replica_id": 3, "status": "caught_up", "window_start_ms": START,
+              "window_end_ms": START + 5000}
+    assert len(event_differences([window], [{**window, "window_end_ms": None}], TICK)) == 1
+    assert len(event_differences([base, window], [window, base], TICK)) == 2
     assert event_differences([base], [base, {**base, "kind": "window"}], TICK) == ["1 events one by one, 2 reduced"]

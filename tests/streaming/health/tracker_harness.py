@@ -92,8 +92,9 @@ def event_differences(every: list[dict[str, Any]], reduced: list[dict[str, Any]]
         if [w.get(f) for f in EVENT_FIELDS] != [g.get(f) for f in EVENT_FIELDS]:
             out.append(f"event {i}: {[w.get(f) for f in EVENT_FIELDS]} one by one, "
                        f"{[g.get(f) for f in EVENT_FIELDS]} reduced")
+            continue
         out += [f"event {i} {w['kind']} {f}: {w[f]} one by one, {g[f]} reduced" for f in EVENT_INSTANTS
-                if w.get(f) is not None and abs(w[f] - g[f]) > tick_ms]
+                if (w.get(f) is None) != (g.get(f) is None) or (w.get(f) is not None and abs(w[f] - g[f]) > tick_ms)]
     if len(want) != len(got):
         out.append(f"{len(want)} events one by one, {len(got)} reduced")
     return out
