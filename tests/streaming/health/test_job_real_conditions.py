@@ -38,6 +38,9 @@ class LiveQuorums(threading.Thread):
         self.skewed = QuorumScript(cluster="skewed", t0=self.t0)
         self.skewed.skew[3] = 3000
         self.late = QuorumScript(cluster="late", t0=self.t0)
+        # the leader publishes its view of each replica, as the project's nodes do: the job
+        # reduces each replica's fetches per tick (the skewed quorum's leader publishes none)
+        self.late.publishes_view = True
         self.polled = QuorumScript(cluster="polled", t0=self.t0)
         self.held_back: list[tuple[float, list[dict]]] = []
         self.last_snapshot_ms = -1  # the collector's stamp of its last successful poll
