@@ -45,12 +45,21 @@ def _start(spark, writer: _Writer, trigger: str):
             .writeStream.foreachBatch(writer).trigger(processingTime=trigger).start())
 
 
+def _trigger_with_no_batch_due_for(seconds: int) -> str:
+    """A processing-time trigger whose next batch after the first is at least `seconds` away.
+    Spark runs the first batch at once and the next at the following multiple of the interval
+    since the epoch, however soon that is (a 30 s trigger started at :59.5 runs again at :00)."""
+    now_s = time.time()
+    interval_s = next(i for i in range(1800, 3600) if i - now_s % i > seconds)
+    return f"{interval_s} seconds"
+
+
 def test_a_stop_waits_for_the_running_micro_batch_to_end(spark):
     writer = _Writer()
-    # A trigger far longer than the held batch: once it ends the query idles until the next
-    # trigger, so nothing else can begin before the stop (with a short trigger the next batch
-    # starts at once, and the race of the back-to-back test below applies).
-    query = _start(spark, writer, "30 seconds")
+    # A trigger whose next batch is minutes away: once the held batch ends the query idles, so
+    # nothing else can begin before the stop (with a short trigger the next batch starts at
+    # once, and the race of the back-to-back test below applies).
+    query = _start(spark, writer, _trigger_with_no_batch_due_for(300))
     job = RunningJob(spark, query, writer, _Listener(), [query])
     try:
         assert writer.entered.wait(60), "no micro-batch started"
