@@ -48,6 +48,27 @@ def cpu_seconds(pid: int) -> float:
         return 0.0
 
 
+def thread_cpu_seconds(pid: int, name_prefix: str | tuple[str, ...]) -> float:
+    """User + system CPU seconds so far of a process's threads whose name starts with
+    `name_prefix` (one, or a tuple of them; Linux keeps the first 15 characters of a name)."""
+    total = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0.0
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/comm") as f:
+                if not f.read().startswith(name_prefix):
+                    continue
+            with open(f"/proc/{pid}/task/{task}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except OSError:
+            continue
+    return total / CLOCK_TICKS
+
+
 class TreeCpu:
     """CPU seconds of a process and its descendants, minus the processes named in `exclude` and
     theirs (a benchmark's broker and load generator are its children too). A descendant that

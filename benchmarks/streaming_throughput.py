@@ -48,10 +48,11 @@ from typing import Callable
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from paced_load import PacedLoad
-from process_usage import PeakMemory, TreeCpu, cpu_seconds
+from process_usage import PeakMemory, TreeCpu, cpu_seconds, thread_cpu_seconds
 
 MIB = 1024 * 1024
 TRIGGER_MS = 1000
+JIT_THREADS = ("C1 CompilerThre", "C2 CompilerThre")  # HotSpot's compiler threads (names cut at 15)
 CUT_OFF_REPLICA = 2
 # the job's input stages `--ceiling` measures alone, and how its summary names them
 CEILING_STAGES = {"source": "the source alone", "parse": "source + Spark's JSON parse", "decode": "source + decode"}
@@ -318,23 +319,32 @@ class Bench:
         step.detection_s = flagged[0] - fault_start_s if flagged else None
         return step
 
-    def idle_cost(self, spark, clusters: int) -> float:
-        """CPU seconds per wall second of the job watching `clusters` idle quorums."""
+    def idle_cost(self, spark, clusters: int) -> IdleCost:
+        """CPU seconds per wall second of the job watching `clusters` idle quorums, and the part
+        of it the JVM's compilers took."""
         a = self.args
         topic = self.broker.create_topic(f"bench-idle-{clusters}", a.partitions)
         _, job, _, _, recorder = self.start(spark, topic)
         load = PacedLoad(self.workload(clusters, None), a.idle_warmup_seconds + a.idle_seconds,
                          self.broker.bootstrap, topic)
         tree = TreeCpu(os.getpid(), exclude=lambda: (self.broker.pid, load.pid, self.pushgateway.pid))
+        jvm = spark.sparkContext._gateway.proc.pid  # spark-submit execs the driver's JVM
         load.await_encoded()
         while time.time() * 1000 < load.start_ms + a.idle_warmup_seconds * 1000:
             time.sleep(0.05)
-        cpu0, t0 = tree.seconds(), time.perf_counter()
+        cpu0, jit0, t0 = tree.seconds(), thread_cpu_seconds(jvm, JIT_THREADS), time.perf_counter()
         load.await_done()
         used, wall = TreeCpu.used(cpu0, tree.seconds()), time.perf_counter() - t0
+        jit = thread_cpu_seconds(jvm, JIT_THREADS) - jit0
         stop_after_input(job.stop, lambda: job.writer.monitor.input_records_total, load.encoded)
         recorder.remove()
-        return used / wall
+        return IdleCost(used / wall, jit / wall)
+
+
+@dataclass
+class IdleCost:
+    cpu: float        # CPU s per s of the job (JVM, its Python workers, the driver's Python)
+    compilers: float  # the part the JVM's JIT compilers took: a job still warming up
 
 
 def stop_after_input(stop: Callable[[], None], read: Callable[[], int], records: int,
@@ -486,7 +496,7 @@ def main() -> None:
             bench = Bench(args, tmp, broker, pushgateway)
             runs: dict[str, Steps] = {}      # per master
             ceiling: dict[str, Steps] = {}   # per stage, on local[2]
-            idle: dict[int, float] = {}
+            idle: dict[int, IdleCost] = {}
             for master in args.masters:
                 # the job's default state partitions on this master (auto: local[N] takes N)
                 spark = build_spark(master=master, app_name=f"streaming-bench-{master}",
@@ -496,8 +506,9 @@ def main() -> None:
                 if master == "local[2]":  # first, on a fresh JVM
                     for clusters in (1, args.clusters):
                         idle[clusters] = bench.idle_cost(spark, clusters)
-                        print(f"  idle: {clusters} quorum(s), the job takes {idle[clusters]:.2f} CPU s per s "
-                              f"after {args.idle_warmup_seconds:.0f} s", flush=True)
+                        print(f"  idle: {clusters} quorum(s), the job takes {idle[clusters].cpu:.2f} CPU s per s "
+                              f"after {args.idle_warmup_seconds:.0f} s ({idle[clusters].compilers:.2f} of it the "
+                              f"JVM's compilers)", flush=True)
                 if args.idle_only:
                     spark.stop()
                     continue
@@ -519,7 +530,8 @@ def main() -> None:
     for stage, steps in ceiling.items():
         print(f"ceiling, {CEILING_STAGES[stage]} (local[2], noop sink): {steps.rate_text(with_failed=True)}")
     if idle:
-        print("idle cost: " + ", ".join(f"{n} quorum(s) {cost:.2f} CPU s per s" for n, cost in idle.items())
+        print("idle cost: " + ", ".join(f"{n} quorum(s) {cost.cpu:.2f} CPU s per s (compilers {cost.compilers:.2f})"
+                                        for n, cost in idle.items())
               + f" (after {args.idle_warmup_seconds:.0f} s; goal 1 quorum <= 0.10, {args.clusters} <= 0.25)")
     if args.idle_only:
         return
