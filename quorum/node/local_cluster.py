@@ -240,22 +240,29 @@ def committed_values(data_dir: Path, high_watermark: int) -> list[bytes]:
     return list(committed_records(data_dir, high_watermark).values())
 
 
-def read_events(bootstrap: str, topic: str, until, timeout_s: float = 30.0) -> list:
-    """Decoded records of partition 0 of `topic`, read until `until(records)` holds once the
-    topic is drained (by assignment: no consumer group to join)."""
+def read_events(bootstrap: str, topic: str, until, timeout_s: float = 30.0,
+                check_every_s: float = 0.2) -> list:
+    """Decoded records of partition 0 of `topic`, read until `until(records)` holds (by
+    assignment: no consumer group to join). `until` is asked whenever the topic is drained
+    and at least every `check_every_s` while it is not: running nodes publish without a
+    pause, so a topic they write to may never look drained."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
     from quorum.events import decode
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "t", "enable.auto.commit": False})
     c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
     out = []
     deadline = time.monotonic() + timeout_s
+    next_check = 0.0
     try:
         while time.monotonic() < deadline:
             msg = c.poll(0.2)
             if msg is not None and not msg.error():
                 out.append(decode(msg.value()))
-            elif until(out):
+                if time.monotonic() < next_check:
+                    continue
+            if until(out):
                 return out
+            next_check = time.monotonic() + check_every_s
     finally:
         c.close()
     raise AssertionError(f"events never satisfied the condition ({len(out)} read)")
