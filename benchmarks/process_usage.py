@@ -38,35 +38,39 @@ def rss_and_command(pid: int) -> tuple[int, str]:
         return 0, ""
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of one process so far (0 once it is gone)."""
+def _stat_cpu_seconds(stat_path: str) -> float:
+    """User + system CPU seconds in a /proc `stat` file (a process's or a thread's); 0 once it
+    is gone. The command name in it may hold spaces and parentheses: split after the last ")"."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
+        with open(stat_path) as f:
             fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
     except OSError:
         return 0.0
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of one process so far (0 once it is gone)."""
+    return _stat_cpu_seconds(f"/proc/{pid}/stat")
 
 
 def thread_cpu_seconds(pid: int, name_prefix: str | tuple[str, ...]) -> float:
     """User + system CPU seconds so far of a process's threads whose name starts with
     `name_prefix` (one, or a tuple of them; Linux keeps the first 15 characters of a name)."""
-    total = 0
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return 0.0
+    total = 0.0
     for task in tasks:
         try:
             with open(f"/proc/{pid}/task/{task}/comm") as f:
                 if not f.read().startswith(name_prefix):
                     continue
-            with open(f"/proc/{pid}/task/{task}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])
         except OSError:
             continue
-    return total / CLOCK_TICKS
+        total += _stat_cpu_seconds(f"/proc/{pid}/task/{task}/stat")
+    return total
 
 
 class TreeCpu:
