@@ -18,7 +18,10 @@ process of its own (`paced_load.py`), stamped with the wall clock: a live input,
      `local[2]` step (the goal: within the unreachable threshold + 2 s);
   4. idle cost: CPU seconds per wall second of the job watching 1 idle quorum, then 200, measured
      after `--idle-warmup-seconds` (the JVM still compiles code for minutes after the job starts;
-     an always-on job is judged by what it takes after that). `--idle-only` measures just these;
+     an always-on job is judged by what it takes after that), and the same for the input stages
+     named by `--idle-floors` (default: the source alone into `noop`, Spark's own cost of a query
+     on this trigger, the baseline; `health` is the job without its outputs), watching the 1
+     quorum. `--idle-only` measures just these;
   5. `--drain`: where the time goes by stage: the source alone, source + decode, the full job,
      each draining a backlog with `availableNow` (start-up included);
   6. `--ceiling`: the same live steps on `local[2]` for the source alone, the source with Spark's
@@ -56,6 +59,8 @@ JIT_THREADS = ("C1 CompilerThre", "C2 CompilerThre")  # HotSpot's compiler threa
 CUT_OFF_REPLICA = 2
 # the job's input stages `--ceiling` measures alone, and how its summary names them
 CEILING_STAGES = {"source": "the source alone", "parse": "source + Spark's JSON parse", "decode": "source + decode"}
+# and those `--idle-floors` can measure: the job without its outputs too
+IDLE_STAGES = {**CEILING_STAGES, "health": "source + decode + health state"}
 
 
 def raw_read_rate(bootstrap: str, topic: str, partitions: int, expected: int) -> float:
@@ -213,9 +218,10 @@ class Bench:
         return cfg, job, batches, transitions, recorder
 
     def start_stage(self, spark, topic: str, stage: str):
-        """The job's input alone (`source`), with Spark's typed parse alone (`parse`) or with the
-        job's decoding (`decode`), into the `noop` sink on the job's trigger, observed as the job
-        observes its input."""
+        """The job's input alone (`source`), with Spark's typed parse alone (`parse`), with the
+        job's decoding (`decode`) or with its decoding and health state (`health`: the job without
+        its outputs), into the `noop` sink on the job's trigger, observed as the job observes its
+        input."""
         from pyspark.sql import functions as F
         from pyspark.sql import types as T
 
@@ -223,12 +229,17 @@ class Bench:
         from streaming.decode import route_records
         from streaming.job import INPUT_OBSERVATION, observe_input
         from streaming.source import open_stream
+        from streaming.spark_session import use_local_checkpoint_manager
         self.runs += 1
         options = {"kafka.bootstrap.servers": self.broker.bootstrap, "subscribe": topic,
                    "startingOffsets": "earliest"}
         raw = open_stream(spark, options)
-        if stage == "decode":
+        if stage in ("decode", "health"):
             observed = observe_input(raw.transform(route_records()))
+            if stage == "health":
+                from streaming.health import build_health_stream
+                from streaming.health.config import HealthConfig
+                observed = build_health_stream(observed, HealthConfig())
         elif stage == "parse":   # Spark's typed JSON parse alone: the floor of decoding in Spark
             schema = T._parse_datatype_string(fast_schema())
             parsed = raw.select(F.from_json(F.col("value").cast("string"), schema).alias("r"))
@@ -243,8 +254,10 @@ class Bench:
         name = f"ceiling_{stage}_{self.runs}"
         batches: list[Batch] = []
         recorder = batch_recorder(spark, name, batches)
-        query = (observed.writeStream.queryName(name).format("noop")
-                 .option("checkpointLocation", str(self.tmp / f"run-{self.runs}" / "checkpoint"))
+        checkpoint = str(self.tmp / f"run-{self.runs}" / "checkpoint")
+        use_local_checkpoint_manager(spark, checkpoint)  # as the job does
+        query = (observed.writeStream.queryName(name).format("noop").outputMode("update")
+                 .option("checkpointLocation", checkpoint)
                  .trigger(processingTime=f"{TRIGGER_MS} milliseconds").start())
         return query, batches, recorder
 
@@ -319,12 +332,18 @@ class Bench:
         step.detection_s = flagged[0] - fault_start_s if flagged else None
         return step
 
-    def idle_cost(self, spark, clusters: int) -> IdleCost:
-        """CPU seconds per wall second of the job watching `clusters` idle quorums, and the part
-        of it the JVM's compilers took."""
+    def idle_cost(self, spark, clusters: int, stage: str = "job") -> IdleCost:
+        """CPU seconds per wall second of the job (`stage` "job"), or of one of its input stages
+        (`IDLE_STAGES`), watching `clusters` idle quorums, and the part of it the JVM's
+        compilers took."""
         a = self.args
-        topic = self.broker.create_topic(f"bench-idle-{clusters}", a.partitions)
-        _, job, _, _, recorder = self.start(spark, topic)
+        topic = self.broker.create_topic(f"bench-idle-{stage}-{clusters}", a.partitions)
+        if stage == "job":
+            _, job, _, _, recorder = self.start(spark, topic)
+            stop, read = job.stop, lambda: job.writer.monitor.input_records_total
+        else:
+            query, batches, recorder = self.start_stage(spark, topic, stage)
+            stop, read = query.stop, lambda: sum(b.records for b in batches)
         load = PacedLoad(self.workload(clusters, None), a.idle_warmup_seconds + a.idle_seconds,
                          self.broker.bootstrap, topic)
         tree = TreeCpu(os.getpid(), exclude=lambda: (self.broker.pid, load.pid, self.pushgateway.pid))
@@ -336,7 +355,7 @@ class Bench:
         load.await_done()
         used, wall = TreeCpu.used(cpu0, tree.seconds()), time.perf_counter() - t0
         jit = thread_cpu_seconds(jvm, JIT_THREADS) - jit0
-        stop_after_input(job.stop, lambda: job.writer.monitor.input_records_total, load.encoded)
+        stop_after_input(stop, read, load.encoded)
         recorder.remove()
         return IdleCost(used / wall, jit / wall)
 
@@ -454,6 +473,9 @@ def main() -> None:
     ap.add_argument("--idle-warmup-seconds", type=float, default=180,
                     help="start of each idle-cost run left out (the JVM's compilers settle for minutes)")
     ap.add_argument("--idle-only", action="store_true", help="only the idle costs (on local[2])")
+    ap.add_argument("--idle-floors", nargs="*", choices=IDLE_STAGES, default=["source"], metavar="STAGE",
+                    help="stages whose idle cost is measured too, watching 1 quorum, after the job's: "
+                         f"{', '.join(IDLE_STAGES)} (default: source, the baseline; none to skip)")
     ap.add_argument("--masters", nargs="+", default=["local[2]", "local[1]"])
     ap.add_argument("--drain", action="store_true", help="also the drain breakdown by stage")
     ap.add_argument("--drain-seconds", type=int, default=60, help="synthetic seconds in the drain backlog")
@@ -497,6 +519,7 @@ def main() -> None:
             runs: dict[str, Steps] = {}      # per master
             ceiling: dict[str, Steps] = {}   # per stage, on local[2]
             idle: dict[int, IdleCost] = {}
+            floors: dict[str, IdleCost] = {}  # per stage, 1 quorum
             for master in args.masters:
                 # the job's default state partitions on this master (auto: local[N] takes N)
                 spark = build_spark(master=master, app_name=f"streaming-bench-{master}",
@@ -509,6 +532,11 @@ def main() -> None:
                         print(f"  idle: {clusters} quorum(s), the job takes {idle[clusters].cpu:.2f} CPU s per s "
                               f"after {args.idle_warmup_seconds:.0f} s ({idle[clusters].compilers:.2f} of it the "
                               f"JVM's compilers)", flush=True)
+                    for stage in args.idle_floors:
+                        floors[stage] = bench.idle_cost(spark, 1, stage)
+                        print(f"  idle: 1 quorum, {IDLE_STAGES[stage]} into noop takes {floors[stage].cpu:.2f} "
+                              f"CPU s per s after {args.idle_warmup_seconds:.0f} s ({floors[stage].compilers:.2f} "
+                              f"of it the JVM's compilers)", flush=True)
                 if args.idle_only:
                     spark.stop()
                     continue
@@ -533,6 +561,10 @@ def main() -> None:
         print("idle cost: " + ", ".join(f"{n} quorum(s) {cost.cpu:.2f} CPU s per s (compilers {cost.compilers:.2f})"
                                         for n, cost in idle.items())
               + f" (after {args.idle_warmup_seconds:.0f} s; goal 1 quorum <= 0.10, {args.clusters} <= 0.25)")
+    if idle.get(1) and floors:
+        print("idle floor, 1 quorum: " + ", ".join(
+            f"{IDLE_STAGES[stage]} {cost.cpu:.2f} CPU s per s (the job {idle[1].cpu / cost.cpu:.1f} x)"
+            for stage, cost in floors.items()))
     if args.idle_only:
         return
     shown = two or on_two.first  # detection and memory at the highest sustained step, else the lowest
