@@ -1,8 +1,13 @@
 """The foreachBatch body without Spark: snapshot, monitor and sinks fed from health rows."""
 from __future__ import annotations
 
+import pyarrow as pa
+import pytest
+
 from streaming.health.config import HealthConfig
+from streaming.health.schema import HEALTH_COLUMNS
 from streaming.sinks import SinkConfig, make_batch_writer
+from streaming.sinks.batch_writer import health_rows
 
 from .health_rows import ScriptedQuorum
 
@@ -18,3 +23,23 @@ def test_writer_sees_the_input_alive_from_the_health_rows_alone():
     writer.write_rows(q.rows(2500, proc_ms=3500, silent=True), batch_id=1)
     assert writer.monitor.input_stalled()
     assert writer.monitor.snapshot()["input_delay_s"] is not None
+
+
+def test_a_health_batch_is_read_by_column_name_whatever_else_the_frame_carries():
+    rows = batch_rows()
+    columns = list(reversed(HEALTH_COLUMNS))
+    table = pa.Table.from_pylist([{c: r[c] for c in columns} | {"extra": 1} for r in rows])
+    assert health_rows(table) == [{c: r[c] for c in HEALTH_COLUMNS} for r in rows]
+    assert list(health_rows(table)[0]) == HEALTH_COLUMNS
+
+
+def test_a_frame_without_the_health_columns_is_refused_by_name():
+    rows = batch_rows()
+    table = pa.Table.from_pylist([{c: v for c, v in r.items() if c not in ("status", "cause")} for r in rows])
+    with pytest.raises(ValueError, match="no column status, cause"):
+        health_rows(table)
+
+
+def batch_rows() -> list[dict]:
+    """A batch's rows as Spark gives them: every health column, null where the row has no value."""
+    return [dict.fromkeys(HEALTH_COLUMNS) | r for r in ScriptedQuorum("c1").rows(3000, proc_ms=1000)]
