@@ -5,7 +5,7 @@ import pyarrow as pa
 import pytest
 
 from streaming.health.config import HealthConfig
-from streaming.health.schema import HEALTH_COLUMNS
+from streaming.health.schema import HEALTH_COLUMNS, pack_health_row, unpack_health_row
 from streaming.sinks import SinkConfig, make_batch_writer
 from streaming.sinks.batch_writer import health_rows
 
@@ -41,5 +41,5 @@ def test_a_frame_without_the_health_columns_is_refused_by_name():
 
 
 def batch_rows() -> list[dict]:
-    """A batch's rows as Spark gives them: every health column, null where the row has no value."""
-    return [dict.fromkeys(HEALTH_COLUMNS) | r for r in ScriptedQuorum("c1").rows(3000, proc_ms=1000)]
+    """A batch's rows as Spark gives them: packed by the processor, expanded to every health column."""
+    return [unpack_health_row(pack_health_row(r)) for r in ScriptedQuorum("c1").rows(3000, proc_ms=1000)]
