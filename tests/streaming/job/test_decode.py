@@ -80,6 +80,9 @@ def mutations(record) -> list[bytes]:
         if fs.kind == "long_list":
             variant(**{fs.name: [1, -2]})
             variant(**{fs.name: [1, None]})
+            variant(**{fs.name: [None, 3]})
+            variant(**{fs.name: [None]})
+            variant(**{fs.name: [3, -1, None]})
             variant(**{fs.name: [1, "2"]})
             variant(**{fs.name: []})
         if fs.kind == "replica_list":
