@@ -47,11 +47,21 @@ def session_for(cfg: JobConfig) -> SparkSession:
                        shuffle_partitions=cfg.spark.state_partitions(master), extra_conf=conf)
 
 
+# Records of one Kafka partition that one read task takes in a micro-batch at most: a busy
+# partition's range is split between several tasks, a quiet one is read by one. (Splitting every
+# range in as many parts as there are cores cost a quorum that sends a dozen records a second a
+# second task, Kafka consumer and fetch in each micro-batch.)
+READ_TASK_RECORDS = 10_000
+
+
+def source_options(cfg: JobConfig) -> dict[str, str]:
+    """The connector's options for the job's read of the events topic."""
+    return {**cfg.source.reader_options(), "maxRecordsPerPartition": str(READ_TASK_RECORDS)}
+
+
 def routed_events(spark: SparkSession, cfg: JobConfig) -> DataFrame:
     """The topic's records as the health processor takes them (`route_records`)."""
-    # a busy batch is read by as many tasks as there are state partitions (the cores, by default)
-    options = {**cfg.source.reader_options(), "minPartitions": spark.conf.get("spark.sql.shuffle.partitions")}
-    raw = open_stream(spark, options)
+    raw = open_stream(spark, source_options(cfg))
     return raw.transform(route_records(cfg.decode.max_future_ms))
 
 
