@@ -227,12 +227,13 @@ class Bench:
 
         from streaming.decode import _fast_schema as fast_schema
         from streaming.decode import route_records
-        from streaming.job import INPUT_OBSERVATION, observe_input
+        from streaming.job import INPUT_OBSERVATION, READ_TASK_RECORDS, observe_input
         from streaming.source import open_stream
         from streaming.spark_session import use_local_checkpoint_manager
         self.runs += 1
+        # read in the job's tasks: one a partition, a busy partition's range split
         options = {"kafka.bootstrap.servers": self.broker.bootstrap, "subscribe": topic,
-                   "startingOffsets": "earliest"}
+                   "startingOffsets": "earliest", "maxRecordsPerPartition": str(READ_TASK_RECORDS)}
         raw = open_stream(spark, options)
         if stage in ("decode", "health"):
             observed = observe_input(raw.transform(route_records()))
