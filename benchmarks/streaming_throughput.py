@@ -225,16 +225,17 @@ class Bench:
         from pyspark.sql import functions as F
         from pyspark.sql import types as T
 
+        from streaming.config import JobConfig
         from streaming.decode import _fast_schema as fast_schema
         from streaming.decode import route_records
-        from streaming.job import INPUT_OBSERVATION, READ_TASK_RECORDS, observe_input
+        from streaming.job import INPUT_OBSERVATION, observe_input, source_options
         from streaming.source import open_stream
         from streaming.spark_session import use_local_checkpoint_manager
         self.runs += 1
-        # read in the job's tasks: one a partition, a busy partition's range split
-        options = {"kafka.bootstrap.servers": self.broker.bootstrap, "subscribe": topic,
-                   "startingOffsets": "earliest", "maxRecordsPerPartition": str(READ_TASK_RECORDS)}
-        raw = open_stream(spark, options)
+        # read as the job reads (its read tasks), with no bound on a batch
+        source = {"bootstrap_servers": self.broker.bootstrap, "topic": topic, "starting_offsets": "earliest",
+                  "max_offsets_per_trigger": None}
+        raw = open_stream(spark, source_options(JobConfig.from_dict({"source": source})))
         if stage in ("decode", "health"):
             observed = observe_input(raw.transform(route_records()))
             if stage == "health":

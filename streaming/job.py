@@ -48,9 +48,8 @@ def session_for(cfg: JobConfig) -> SparkSession:
 
 
 # Records of one Kafka partition that one read task takes in a micro-batch at most: a busy
-# partition's range is split between several tasks, a quiet one is read by one. (Splitting every
-# range in as many parts as there are cores cost a quorum that sends a dozen records a second a
-# second task, Kafka consumer and fetch in each micro-batch.)
+# partition's range is split between several tasks; a quiet one (a quorum's dozen records a
+# second) is read by one, since each further task is a Kafka consumer and a fetch more a batch.
 READ_TASK_RECORDS = 10_000
 
 
