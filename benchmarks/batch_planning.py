@@ -37,7 +37,7 @@ KAFKA_ROW = "key binary, value binary, topic string, partition int, offset long,
 
 def stages(kafka: DataFrame) -> dict[str, DataFrame]:
     text = kafka.withColumn(D.TEXT, F.col("value").cast("string"))
-    parsed = text.withColumn(D.RECORD, F.from_json(D.TEXT, D._fast_schema(), {"columnNameOfCorruptRecord": D.CORRUPT}))
+    parsed = text.withColumn(D.RECORD, D.parsed_record())
     checked = parsed.withColumn(D.CHECKED_AT, F.lit(0)).select("key", F.expr(D._accepted(0)).alias(D.ACCEPTED))
     return {"scan": kafka.select("key", "value").repartition(2, "key"),
             "from_json": parsed.select("key", D.RECORD).repartition(2, "key"),

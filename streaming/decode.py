@@ -88,6 +88,13 @@ def _sql_type(fs: FieldSpec) -> str:
     return {"long": "bigint", "long_list": "array<bigint>"}[fs.kind]
 
 
+def parsed_record() -> Column:
+    """The record's text (`TEXT`) parsed by Spark, typed (`_fast_schema`); `_corrupt` set when
+    it is no JSON object of those types. Spark's reader takes single-quoted names and strings
+    unless told not to; JSON, and the contract's decoder, do not."""
+    return F.from_json(TEXT, _fast_schema(), {"columnNameOfCorruptRecord": CORRUPT, "allowSingleQuotes": "false"})
+
+
 def _fast_schema() -> str:
     fields = [f"{name}: {_sql_type(fs)}" for name, fs in _fast_fields().items()]
     return f"struct<type: string, version: bigint, {', '.join(fields)}, {CORRUPT}: string>"
@@ -185,7 +192,7 @@ def route_records(max_future_ms: int = events.DEFAULT_MAX_FUTURE_MS,
 
     def transform(df: DataFrame) -> DataFrame:
         parsed = (df.withColumn(TEXT, F.col("value").cast("string"))
-                  .withColumn(RECORD, F.from_json(TEXT, _fast_schema(), {"columnNameOfCorruptRecord": CORRUPT}))
+                  .withColumn(RECORD, parsed_record())
                   .withColumn(CHECKED_AT, now_ms))
         checked = parsed.withColumn(ACCEPTED, F.expr(_accepted(max_future_ms)))
         accepted = F.col(ACCEPTED)

@@ -127,7 +127,9 @@ def record_level_garbage() -> list[bytes | None]:
             fetch.replace(b'"cluster_id":"c1"', b'"\\u0063luster_id":"c1"'),  # an escaped name
             fetch.replace(b'"cluster_id":"c1"', b'"cluster_id":"null-ish"'),  # valid, "null" in the text
             fetch.replace(b'"cluster_id":"c1"', b'"cluster_id":"c1","node_id":"x"'),  # another type's field
-            fetch.replace(b'"cluster_id":"c1"', b'"cluster_id":"c\xc3\xa9"')]  # UTF-8 in a string
+            fetch.replace(b'"cluster_id":"c1"', b'"cluster_id":"c\xc3\xa9"'),  # UTF-8 in a string
+            fetch.replace(b'"cluster_id":"c1"', b"\"cluster_id\":'c1'"),     # single quotes: no JSON
+            fetch.replace(b'"outcome":"valid"', b"'outcome':'valid'")]
 
 
 def contract_answer(raw: bytes | None) -> tuple[str, str] | None:
