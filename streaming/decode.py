@@ -24,7 +24,12 @@ How the fast path stays exact without reading each value's JSON kind:
   - a long field is read strictly by Spark (a string, a fraction, a boolean or an integer beyond
     64 bits fails the parse and sets `_corrupt`), so only the range is left to check;
   - a choice field can hold no other JSON kind that reads as one of its choices;
-  - a free-text field (`cluster_id`, `topic`) is read as a Variant and must be a JSON string;
+  - a free-text field (`cluster_id`, `topic`) is read as a string. Spark reads any JSON value
+    into a string (a number as its digits, an object as its text), so a value that another
+    kind of JSON value reads as (digits, `true`, `false`, a text beginning `{`, `[` or `"`,
+    `NaN` or `Infinity` in it) is left to the contract's decoder, routed by that string. Not a
+    Variant whose kind is read: that took a third of the input stage's CPU per record
+    (`benchmarks/decode_cost.py`);
   - a `fetch` or `metrics` record has no nested object, so its text must hold exactly one `}`,
     its last character: no text after the object (Spark would read the first value and stop),
     and no nested object anywhere. Checked on the bytes: no `}` before the last byte (in valid
@@ -51,7 +56,10 @@ CHECKED_AT = "_checked_at_ms"
 CORRUPT = "_corrupt"
 TEXT = "_text"
 FAST_TYPES = ("fetch", "metrics")
-FREE_TEXT = "variant"  # the Spark type free-text fields are read as (their JSON kind is kept)
+# What Spark writes into a string field for a JSON value of another kind: an integer or a fraction
+# (digits, sign, point, exponent), a boolean, a non-number (`NaN`, `INF`, `Infinity`, which Spark's
+# reader takes and its writer may quote). Objects and arrays begin with `{` or `[`: `_maybe_not_text`.
+_OTHER_KIND_TEXT = "^[-+]?[0-9][0-9.eE+-]*$|^(true|false)$|NaN|INF|Infinity"
 
 # The processing clock, read per row. Not `current_timestamp()`: Spark folds that into a literal
 # per micro-batch, so the generated code differs every batch and is compiled again each time
@@ -84,7 +92,7 @@ def _fast_fields() -> dict[str, FieldSpec]:
 
 def _sql_type(fs: FieldSpec) -> str:
     if fs.kind == "string":
-        return FREE_TEXT if fs.choices is None else "string"
+        return "string"
     return {"long": "bigint", "long_list": "array<bigint>"}[fs.kind]
 
 
@@ -100,12 +108,9 @@ def _fast_schema() -> str:
     return f"struct<type: string, version: bigint, {', '.join(fields)}, {CORRUPT}: string>"
 
 
-def _value(fs: FieldSpec) -> str:
-    """The field's typed value (a free-text field's string, null when it is no JSON string)."""
-    v = f"{RECORD}.{fs.name}"
-    if fs.kind == "string" and fs.choices is None:
-        return f"CASE WHEN schema_of_variant({v}) = 'STRING' THEN variant_get({v}, '$', 'string') END"
-    return v
+def _maybe_not_text(v: str) -> str:
+    """True when the string `v` may be Spark's reading of a JSON value that is not a string."""
+    return f"(substr({v}, 1, 1) IN ('{{', '[', '\"') OR {v} RLIKE '{_OTHER_KIND_TEXT}')"
 
 
 def _field_ok(fs: FieldSpec) -> str:
@@ -114,7 +119,7 @@ def _field_ok(fs: FieldSpec) -> str:
     if fs.kind == "string":
         if fs.choices is not None:
             return f"{v} IN ({', '.join(map(_quote, fs.choices))})"
-        return f"{_value(fs)} <> ''"
+        return f"({v} <> '' AND NOT {_maybe_not_text(v)})"
     if fs.kind == "long":
         rule = f"{v} >= {fs.minimum}" if fs.minimum is not None else f"{v} IS NOT NULL"
         if not fs.required:  # absent takes the default; a JSON null is refused (see the docstring)
@@ -158,7 +163,7 @@ def _event_columns() -> list[Column]:
     for name, fs in _fast_fields().items():
         if name not in INPUT_COLUMNS:
             continue
-        value = _value(fs)
+        value = f"{RECORD}.{name}"
         if not fs.required:
             value = f"coalesce({value}, {fs.default!r})"
         if len(owners[name]) < len(FAST_TYPES):
@@ -188,7 +193,6 @@ def route_records(max_future_ms: int = events.DEFAULT_MAX_FUTURE_MS,
     `now` is the processing clock (default: the wall clock when the record is checked)."""
     from streaming.health.schema import DEAD_LETTER_KEY, KEY_COLUMNS, RECORD_JSON
     now_ms = F.unix_millis(now) if now is not None else F.expr(_WALL_CLOCK_MS)
-    fields = _fast_fields()
 
     def transform(df: DataFrame) -> DataFrame:
         parsed = (df.withColumn(TEXT, F.col("value").cast("string"))
@@ -198,7 +202,7 @@ def route_records(max_future_ms: int = events.DEFAULT_MAX_FUTURE_MS,
         accepted = F.col(ACCEPTED)
         packed = F.to_json(F.struct(*_event_columns()), {"ignoreNullFields": "true"})
         # a record Spark could not read a quorum key from has none: the processor's reserved key
-        key = [F.expr(_value(fields["cluster_id"])), F.expr(_value(fields["topic"])), F.col(f"{RECORD}.partition")]
+        key = [F.col(f"{RECORD}.{name}") for name in KEY_COLUMNS]
         readable = key[0].isNotNull() & (key[0] != "") & key[1].isNotNull() & key[2].isNotNull()
         routed = [F.when(accepted | readable, k).otherwise(F.lit(reserved)).alias(name)
                   for k, name, reserved in zip(key, KEY_COLUMNS, DEAD_LETTER_KEY)]

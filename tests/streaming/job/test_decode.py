@@ -77,6 +77,9 @@ def mutations(record) -> list[bytes]:
         if fs.kind == "string":
             variant(**{fs.name: ""})
             variant(**{fs.name: "no-such-choice"})
+            # every other JSON kind, which Spark reads into a string field as its text
+            for other in (-7, 1.5, 1e300, 2 ** 70, True, False, {"a": 1}, {}, [1], [], float("nan"), float("-inf")):
+                variant(**{fs.name: other})
         if fs.kind == "long_list":
             variant(**{fs.name: [1, -2]})
             variant(**{fs.name: [1, None]})
@@ -203,6 +206,23 @@ def test_the_rest_is_routed_to_its_quorum_and_decided_by_the_contract(spark):
             assert record is None and reject[0] == expected[0], raw
             line = json.loads(reject[1])
             assert (line["reason"], line["field"], line["offset"]) == (*expected, offset), raw
+
+
+def test_a_string_that_reads_like_another_kind_is_decided_by_the_contract(spark):
+    # Spark reads a number, a boolean or an object into a string field as its text: such strings
+    # are left to the contract's decoder, under the quorum they name, and accepted there.
+    lookalikes = ["7", "-1.5e3", "true", "false", "{x", "[1]", '"q"', "NaN", "-Infinity", "INF"]
+    values = [json.dumps({**events.to_dict(r), "cluster_id": c}).encode() for r in (FETCH, METRICS) for c in lookalikes]
+    rows = routed(spark, values)
+    assert not [row for row in rows if row._accepted]
+    for offset, (raw, row) in enumerate(zip(values, rows)):
+        key = (row.cluster_id, row.topic, row.partition)
+        record, reject = raw_records.decide(row.record_json, key, NOW_MS, events.DEFAULT_MAX_FUTURE_MS)
+        assert reject is None and record == raw_records.as_input(events.decode(raw), 0, offset), raw
+    # and the strings that merely begin like one are taken on the fast path
+    names = ["7up", "4L6g3nShT-eMCtK--X86sw", "true-north", "e5", "-prod"]
+    values = [json.dumps({**events.to_dict(FETCH), "cluster_id": c}).encode() for c in names]
+    assert [row._accepted for row in routed(spark, values)] == [True] * len(names)
 
 
 def test_a_record_spark_cannot_read_a_key_from_goes_to_the_reserved_key(spark):
