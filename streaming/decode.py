@@ -91,9 +91,7 @@ def _fast_fields() -> dict[str, FieldSpec]:
 
 
 def _sql_type(fs: FieldSpec) -> str:
-    if fs.kind == "string":
-        return "string"
-    return {"long": "bigint", "long_list": "array<bigint>"}[fs.kind]
+    return {"string": "string", "long": "bigint", "long_list": "array<bigint>"}[fs.kind]
 
 
 def parsed_record() -> Column:
