@@ -223,11 +223,9 @@ class Bench:
         its outputs), into the `noop` sink on the job's trigger, observed as the job observes its
         input."""
         from pyspark.sql import functions as F
-        from pyspark.sql import types as T
 
         from streaming.config import JobConfig
-        from streaming.decode import _fast_schema as fast_schema
-        from streaming.decode import route_records
+        from streaming.decode import TEXT, parsed_record, route_records
         from streaming.job import INPUT_OBSERVATION, observe_input, source_options
         from streaming.source import open_stream
         from streaming.spark_session import use_local_checkpoint_manager
@@ -242,12 +240,10 @@ class Bench:
                 from streaming.health import build_health_stream
                 from streaming.health.config import HealthConfig
                 observed = build_health_stream(observed, HealthConfig())
-        elif stage == "parse":   # Spark's typed JSON parse alone: the floor of decoding in Spark
-            schema = T._parse_datatype_string(fast_schema())
-            parsed = raw.select(F.from_json(F.col("value").cast("string"), schema).alias("r"))
+        elif stage == "parse":   # the job's typed JSON parse alone: the floor of decoding in Spark
+            parsed = raw.withColumn(TEXT, F.col("value").cast("string")).select(parsed_record().alias("r"))
             # a hash of every field, so Spark cannot prune the parse to the one field observed
-            fields = [F.variant_get(f"r.{f.name}", "$", "string") if isinstance(f.dataType, T.VariantType)
-                      else F.col(f"r.{f.name}") for f in schema.fields]
+            fields = [F.col(f"r.{name}") for name in parsed.schema["r"].dataType.fieldNames()]
             observed = parsed.observe(INPUT_OBSERVATION, F.count(F.lit(1)).alias("records"),
                                       F.max("r.time_ms").alias("newest_event_ms"), F.sum(F.hash(*fields)).alias("h"))
         else:   # the Kafka timestamp: the producer's, as close to the event's stamp as this stage has
