@@ -38,15 +38,19 @@ def rss_and_command(pid: int) -> tuple[int, str]:
         return 0, ""
 
 
-def _stat_cpu_seconds(stat_path: str) -> float:
+def _stat_cpu_seconds(stat_path: str, reaped_children: bool = False) -> float:
     """User + system CPU seconds in a /proc `stat` file (a process's or a thread's); 0 once it
-    is gone. The command name in it may hold spaces and parentheses: split after the last ")"."""
+    is gone. With `reaped_children`, also those of its children that have ended and been waited
+    for. The command name in it may hold spaces and parentheses: split after the last ")"."""
     try:
         with open(stat_path) as f:
             fields = f.read().rsplit(")", 1)[1].split()
     except OSError:
         return 0.0
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
+    ticks = int(fields[11]) + int(fields[12])  # utime, stime
+    if reaped_children:
+        ticks += int(fields[13]) + int(fields[14])  # cutime, cstime
+    return ticks / CLOCK_TICKS
 
 
 def cpu_seconds(pid: int) -> float:
@@ -75,8 +79,13 @@ def thread_cpu_seconds(pid: int, name_prefix: str | tuple[str, ...]) -> float:
 
 class TreeCpu:
     """CPU seconds of a process and its descendants, minus the processes named in `exclude` and
-    theirs (a benchmark's broker and load generator are its children too). A descendant that
-    exits between two readings takes its CPU with it: the figure is a floor."""
+    theirs (a benchmark's broker and load generator are its children too).
+
+    A descendant's short-lived children count through it once they end: the JVM, without
+    Hadoop's native library, runs a `chmod` process for every checkpoint file it writes, many a
+    micro-batch, and none lives long enough to be read. The root's ended children do not count
+    (they are the benchmark's own: a load generator that has finished). A descendant followed
+    since the first reading that ends in between counts whole, through its parent."""
 
     def __init__(self, root: int, exclude=lambda: ()):
         self.root, self.exclude = root, exclude
@@ -89,7 +98,8 @@ class TreeCpu:
         return [p for p in [self.root, *descendants(self.root)] if p not in excluded]
 
     def seconds(self) -> dict[int, float]:
-        return {pid: cpu_seconds(pid) for pid in self.pids()}
+        return {pid: _stat_cpu_seconds(f"/proc/{pid}/stat", reaped_children=pid != self.root)
+                for pid in self.pids()}
 
     @staticmethod
     def used(before: dict[int, float], after: dict[int, float]) -> float:
