@@ -53,9 +53,10 @@ def _stat_cpu_seconds(stat_path: str, reaped_children: bool = False) -> float:
     return ticks / CLOCK_TICKS
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of one process so far (0 once it is gone)."""
-    return _stat_cpu_seconds(f"/proc/{pid}/stat")
+def cpu_seconds(pid: int, reaped_children: bool = False) -> float:
+    """User + system CPU seconds of one process so far (0 once it is gone); with
+    `reaped_children`, also those of its children that have ended."""
+    return _stat_cpu_seconds(f"/proc/{pid}/stat", reaped_children)
 
 
 def thread_cpu_seconds(pid: int, name_prefix: str | tuple[str, ...]) -> float:
@@ -98,8 +99,7 @@ class TreeCpu:
         return [p for p in [self.root, *descendants(self.root)] if p not in excluded]
 
     def seconds(self) -> dict[int, float]:
-        return {pid: _stat_cpu_seconds(f"/proc/{pid}/stat", reaped_children=pid != self.root)
-                for pid in self.pids()}
+        return {pid: cpu_seconds(pid, reaped_children=pid != self.root) for pid in self.pids()}
 
     @staticmethod
     def used(before: dict[int, float], after: dict[int, float]) -> float:
