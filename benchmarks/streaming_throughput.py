@@ -123,10 +123,20 @@ class Batch:
     duration_ms: int
     records: int
     newest_event_ms: int | None
+    state_ms: int = 0      # the health state's work in it, summed over its partitions (state_time_ms)
 
     @property
     def delay_ms(self) -> float | None:
         return None if self.newest_event_ms is None else self.wall_s * 1000 - self.newest_event_ms
+
+
+def state_time_ms(progress: dict) -> int:
+    """A micro-batch's time in its stateful operators, summed over their partitions: the health
+    processor's work runs inside the state updates (its Python, its state server's round trips),
+    then each partition's state commit. Partitions run side by side, so on `local[2]` with two
+    state partitions the stage's wall time is about half of this."""
+    return sum(int(op.get(k) or 0) for op in progress.get("stateOperators") or []
+               for k in ("allUpdatesTimeMs", "allRemovalsTimeMs", "commitTimeMs"))
 
 
 def batch_recorder(spark, query_name: str, batches: list[Batch]):
@@ -140,7 +150,7 @@ def batch_recorder(spark, query_name: str, batches: list[Batch]):
             return
         observed = (p.get("observedMetrics") or {}).get(INPUT_OBSERVATION) or {}
         batches.append(Batch(time.time(), int((p.get("durationMs") or {}).get("triggerExecution") or 0),
-                             int(p.get("numInputRows") or 0), observed.get("newest_event_ms")))
+                             int(p.get("numInputRows") or 0), observed.get("newest_event_ms"), state_time_ms(p)))
 
     return ProgressListener(spark, on_progress)
 
@@ -380,14 +390,16 @@ def print_step(s: Step) -> None:
     load = s.load
     verdict = "sustained" if s.sustained else "NOT sustained: " + "; ".join(s.failures)
     durations = sorted(b.duration_ms for b in s.window) or [0]
+    state = sorted(b.state_ms for b in s.window) or [0]
     delays = [b.delay_ms for b in s.window if b.delay_ms is not None] or [0]
+    state_part = f"health state median {state[len(state) // 2]} ms (its partitions summed), " if s.stage == "job" else ""
     if s.stage != "job":
         detection = "n/a"
     else:
         detection = f"{s.detection_s:.1f} s" if s.detection_s is not None else "not flagged"
     print(f"  {s.master} at {s.rate:>9,.0f} events/s ({s.clusters} clusters, {load.records:,} records): {verdict}\n"
           f"      {len(s.window)} batches judged: median {durations[len(durations) // 2]} ms, "
-          f"longest {durations[-1]} ms, input delay at most {max(delays) / 1000:.1f} s; job CPU {s.job_cpu_s / s.measured_s:.2f} cores, "
+          f"longest {durations[-1]} ms, {state_part}input delay at most {max(delays) / 1000:.1f} s; job CPU {s.job_cpu_s / s.measured_s:.2f} cores, "
           f"peak RSS {s.peak_rss / MIB:,.0f} MiB; broker CPU {s.broker_cpu_s / s.measured_s:.2f} cores, "
           f"Pushgateway CPU {s.pushgateway_cpu_s / s.measured_s:.2f} cores, "
           f"generator CPU {load.publish_cpu_s / load.publish_wall_s:.2f} cores; detection {detection}", flush=True)
