@@ -10,7 +10,8 @@ process of its own (`paced_load.py`), stamped with the wall clock: a live input,
      `--start-rate`, each for `--step-seconds`, on a fresh topic and checkpoint, until a step
      fails. A step is sustained when, after `--warmup-seconds`, every micro-batch finishes within
      its trigger and the input delay (a batch's end minus its newest record's time) stays under
-     two triggers, and the load kept its schedule. Each step prints the job's CPU, its peak RSS
+     two triggers, and the load kept its schedule. Each step prints its median batch and the
+     health state's part of it (`state_time_ms`), the job's CPU, its peak RSS
      (JVM, Python workers and driver together) and the CPU the broker, the Pushgateway and the
      generator took (the gateway is wiped before each run, so it holds only that run's groups);
   3. detection: every step cuts a voter of cluster 0 off `--warmup-seconds` + 10 s in; the time
