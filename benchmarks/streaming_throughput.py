@@ -391,13 +391,13 @@ def print_step(s: Step) -> None:
     load = s.load
     verdict = "sustained" if s.sustained else "NOT sustained: " + "; ".join(s.failures)
     durations = sorted(b.duration_ms for b in s.window) or [0]
-    state = sorted(b.state_ms for b in s.window) or [0]
     delays = [b.delay_ms for b in s.window if b.delay_ms is not None] or [0]
-    state_part = f"health state median {state[len(state) // 2]} ms (its partitions summed), " if s.stage == "job" else ""
-    if s.stage != "job":
-        detection = "n/a"
+    if s.stage != "job":  # an input stage alone: no health state, nothing to detect
+        detection, state_part = "n/a", ""
     else:
         detection = f"{s.detection_s:.1f} s" if s.detection_s is not None else "not flagged"
+        state = sorted(b.state_ms for b in s.window) or [0]
+        state_part = f"health state median {state[len(state) // 2]} ms (its partitions summed), "
     print(f"  {s.master} at {s.rate:>9,.0f} events/s ({s.clusters} clusters, {load.records:,} records): {verdict}\n"
           f"      {len(s.window)} batches judged: median {durations[len(durations) // 2]} ms, "
           f"longest {durations[-1]} ms, {state_part}input delay at most {max(delays) / 1000:.1f} s; job CPU {s.job_cpu_s / s.measured_s:.2f} cores, "
