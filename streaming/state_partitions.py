@@ -11,32 +11,19 @@ from __future__ import annotations
 import json
 import logging
 
+from streaming.checkpoint_files import numbered_files, read_text
+
 log = logging.getLogger(__name__)
 
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 
 
 def _latest_offsets_text(spark, query_checkpoint: str) -> str | None:
-    """The newest `offsets/N` file of a query checkpoint, read through Hadoop's file system (the
-    checkpoint may be on HDFS, S3 or a local disk); None for a new checkpoint."""
-    jvm = spark.sparkContext._jvm
-    offsets = jvm.org.apache.hadoop.fs.Path(query_checkpoint.rstrip("/") + "/offsets")
-    fs = offsets.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-    if not fs.exists(offsets):
-        return None
-    batches = [s.getPath() for s in fs.listStatus(offsets) if s.getPath().getName().isdigit()]
-    if not batches:
-        return None
-    newest = max(batches, key=lambda p: int(p.getName()))
-    stream = fs.open(newest)
-    try:
-        reader = jvm.java.io.BufferedReader(jvm.java.io.InputStreamReader(stream, "UTF-8"))
-        lines = []
-        while (line := reader.readLine()) is not None and len(lines) < 2:
-            lines.append(line)
-        return "\n".join(lines)
-    finally:
-        stream.close()
+    """The newest `offsets/N` file of a query checkpoint (its first two lines); None for a new
+    checkpoint."""
+    offsets = query_checkpoint.rstrip("/") + "/offsets"
+    batches = numbered_files(spark, offsets)
+    return read_text(spark, f"{offsets}/{batches[-1]}", max_lines=2) if batches else None
 
 
 def checkpoint_state_partitions(spark, query_checkpoint: str) -> int | None:

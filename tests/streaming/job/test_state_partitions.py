@@ -2,7 +2,6 @@
 and a configured number that differs is named in a warning beside the checkpoint's."""
 from __future__ import annotations
 
-import json
 import logging
 
 import pytest
@@ -12,24 +11,6 @@ from streaming.state_partitions import check_state_partitions, checkpoint_state_
 pytestmark = pytest.mark.spark
 
 
-def run_one_stateful_batch(spark, tmp_path, partitions: int) -> str:
-    """A streaming aggregation (stateful, like the health stage) run for one batch."""
-    data = tmp_path / "in"
-    data.mkdir()
-    (data / "a.json").write_text("\n".join(json.dumps({"k": i % 3}) for i in range(10)))
-    checkpoint = str(tmp_path / "checkpoint")
-    previous = spark.conf.get("spark.sql.shuffle.partitions")
-    spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
-    try:
-        query = (spark.readStream.schema("k INT").json(str(data)).groupBy("k").count()
-                 .writeStream.format("noop").outputMode("update").option("checkpointLocation", checkpoint)
-                 .trigger(availableNow=True).start())
-        query.awaitTermination(120)
-    finally:
-        spark.conf.set("spark.sql.shuffle.partitions", previous)
-    return checkpoint
-
-
 def test_a_new_checkpoint_takes_the_configured_number(spark, tmp_path, caplog):
     caplog.set_level(logging.INFO, "streaming.state_partitions")
     assert checkpoint_state_partitions(spark, str(tmp_path / "none")) is None
@@ -37,8 +18,8 @@ def test_a_new_checkpoint_takes_the_configured_number(spark, tmp_path, caplog):
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
 
-def test_the_checkpoints_number_wins_and_a_difference_is_named(spark, tmp_path, caplog):
-    checkpoint = run_one_stateful_batch(spark, tmp_path, partitions=3)
+def test_the_checkpoints_number_wins_and_a_difference_is_named(spark, tmp_path, caplog, run_one_stateful_batch):
+    checkpoint = run_one_stateful_batch(tmp_path, partitions=3)
     assert checkpoint_state_partitions(spark, checkpoint) == 3
     caplog.set_level(logging.INFO, "streaming.state_partitions")
     assert check_state_partitions(spark, checkpoint, 3) == 3
