@@ -250,7 +250,10 @@ class Bench:
             if stage == "health":
                 from streaming.health import build_health_stream
                 from streaming.health.config import HealthConfig
-                observed = build_health_stream(observed, HealthConfig())
+                from streaming.state_layout import BUCKETS_PER_STATE_PARTITION
+                # the layout of the job's new checkpoint
+                buckets = BUCKETS_PER_STATE_PARTITION * int(spark.conf.get("spark.sql.shuffle.partitions"))
+                observed = build_health_stream(observed, HealthConfig(), buckets=buckets)
         elif stage == "parse":   # the job's typed JSON parse alone: the floor of decoding in Spark
             parsed = raw.withColumn(TEXT, F.col("value").cast("string")).select(parsed_record().alias("r"))
             # a hash of every field, so Spark cannot prune the parse to the one field observed

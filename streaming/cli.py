@@ -14,6 +14,7 @@ import sys
 import threading
 
 from streaming.config import ConfigError, JobConfig, load_config
+from streaming.state_layout import StateLayoutError
 from streaming.job_logging import LEVELS, configure
 
 EXAMPLE = "deploy/job.local.yaml"
@@ -69,7 +70,12 @@ def _run(cfg: JobConfig, log_level: str) -> int:
     from streaming.job import session_for, start_job
     spark = session_for(cfg)
     spark.sparkContext.setLogLevel("WARN")
-    job = start_job(spark, cfg)
+    try:
+        job = start_job(spark, cfg)
+    except StateLayoutError as e:
+        print(f"streaming: cannot start: {e}", file=sys.stderr)
+        spark.stop()
+        return 2
     log = logging.getLogger("streaming")
     stop = threading.Event()
 

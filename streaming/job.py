@@ -28,6 +28,7 @@ from streaming.progress_listener import ProgressListener
 from streaming.sinks import HealthBatchWriter, make_batch_writer
 from streaming.sinks.monitor import MonitorMetrics
 from streaming.source import lost_offsets, open_stream
+from streaming.state_layout import health_state_buckets
 from streaming.state_partitions import check_state_partitions
 
 log = logging.getLogger(__name__)
@@ -177,7 +178,9 @@ def start_job(spark: SparkSession, cfg: JobConfig, writer: HealthBatchWriter | N
     use_local_checkpoint_manager(spark, cfg.job.checkpoint_location)
     checkpoint = Path(cfg.job.checkpoint_location)
     # Spark keeps the checkpoint's number of state partitions: say so when the config differs.
-    check_state_partitions(spark, str(checkpoint / "health"), int(spark.conf.get("spark.sql.shuffle.partitions")))
+    partitions = check_state_partitions(spark, str(checkpoint / "health"),
+                                        int(spark.conf.get("spark.sql.shuffle.partitions")))
+    buckets = health_state_buckets(spark, str(checkpoint), str(checkpoint / "health"), partitions)
     writer = writer or make_batch_writer(cfg.sink, cfg.health,
                                          spool_path=str(checkpoint / "health-events-pending.jsonl"))
     if cfg.dead_letters.enabled and writer.dead_letters is None:
@@ -189,7 +192,7 @@ def start_job(spark: SparkSession, cfg: JobConfig, writer: HealthBatchWriter | N
                     "health batch (job.trigger_interval_ms), from the same read of the topic")
 
     routed = observe_input(routed_events(spark, cfg))
-    health = build_health_stream(routed, cfg.health, max_future_ms=cfg.decode.max_future_ms)
+    health = build_health_stream(routed, cfg.health, max_future_ms=cfg.decode.max_future_ms, buckets=buckets)
     health_query = (health.writeStream.queryName(HEALTH_QUERY).outputMode("update").foreachBatch(writer)
                     .option("checkpointLocation", str(checkpoint / "health"))
                     .trigger(processingTime=trigger).start())

@@ -47,7 +47,7 @@ def packed_input(events_df):
 
 
 def build_health_stream(events_df, health_cfg: HealthConfig, api: str | None = None,
-                        max_future_ms: int = DEFAULT_MAX_FUTURE_MS):
+                        max_future_ms: int = DEFAULT_MAX_FUTURE_MS, buckets: int = 0):
     """Health rows (schema `HEALTH_SCHEMA`, see schema.py) from the stream of valid events.
 
     `events_df`: the decoded valid records, columns of `quorum.events.envelope_spark_schema()`
@@ -61,7 +61,12 @@ def build_health_stream(events_df, health_cfg: HealthConfig, api: str | None = N
     Or `events_df` is the job's routed input (`streaming.decode.route_records`): the records
     Spark did not accept are decided by `quorum.events.decode` in the processor (stamps more than
     `max_future_ms` ahead of the wall clock refused), and the rejects come out as `dead_letter`
-    rows. `api` overrides the processor flavour ("pandas" or "row"); the default is the measured
+    rows.
+
+    `buckets`: 0 keeps one quorum per state key (`processor`); N > 0 keeps the quorums in N
+    buckets (`buckets`, the job's layout for a new checkpoint). N must stay the same for the life
+    of the checkpoint: `streaming.state_layout.health_state_buckets` reads it back. `api`
+    overrides the flavour of one quorum per key ("pandas" or "row"); the default is the measured
     choice.
 
     Note for drivers and tests: with processing-time timers the operator asks for a (no-data)
@@ -73,13 +78,20 @@ def build_health_stream(events_df, health_cfg: HealthConfig, api: str | None = N
 
     from .processor import HEALTH_API, QuorumHealthPandasProcessor, QuorumHealthRowProcessor
     api = api or HEALTH_API
-    grouped = packed_input(events_df).groupBy(*KEY_COLUMNS)
-    if api == "pandas":
-        packed = grouped.transformWithStateInPandas(
+    packed_records = packed_input(events_df)
+    if buckets > 0:
+        from .buckets import BUCKET_COLUMN, BucketedHealthProcessor, bucket_column
+        if api != "row":
+            raise ValueError(f"the health state in buckets has only the row flavour, got api={api!r}")
+        packed = packed_records.select("*", bucket_column(buckets)).groupBy(BUCKET_COLUMN).transformWithState(
+            statefulProcessor=BucketedHealthProcessor(health_cfg, max_future_ms=max_future_ms),
+            outputStructType=PACKED_HEALTH_SCHEMA, outputMode="Update", timeMode="ProcessingTime")
+    elif api == "pandas":
+        packed = packed_records.groupBy(*KEY_COLUMNS).transformWithStateInPandas(
             statefulProcessor=QuorumHealthPandasProcessor(health_cfg, max_future_ms=max_future_ms),
             outputStructType=PACKED_HEALTH_SCHEMA, outputMode="Update", timeMode="ProcessingTime")
     elif api == "row":
-        packed = grouped.transformWithState(
+        packed = packed_records.groupBy(*KEY_COLUMNS).transformWithState(
             statefulProcessor=QuorumHealthRowProcessor(health_cfg, max_future_ms=max_future_ms),
             outputStructType=PACKED_HEALTH_SCHEMA, outputMode="Update", timeMode="ProcessingTime")
     else:

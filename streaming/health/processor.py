@@ -1,6 +1,8 @@
 """The Spark stateful processor around `QuorumTracker`: state in the RocksDB store, timers.
 
-Keyed by (cluster_id, topic, partition): one key is one quorum (see tracker.py for why).
+Keyed by (cluster_id, topic, partition): one key is one quorum (see tracker.py for why). This is
+the layout of a checkpoint started before the quorums were kept in buckets; `buckets.py` keeps
+several quorums under one key with this module's logic, for every new checkpoint.
 State: the whole quorum, its replicas included, as one JSON value. Every call on a state
 variable is a round trip to the JVM's state server, and profiling a busy job showed those round
 trips, not the JSON, taking the time: with one map entry per replica (the layout before), a
@@ -113,25 +115,43 @@ class _QuorumHealthLogic:
             self.replicas.clear()
             self._replicas_in_map = False
 
+    def _forget(self, st: dict[str, Any]) -> None:
+        self.state.clear()
+        self.replicas.clear()
+
+    def _register_timer(self, ms: int) -> None:
+        self.handle.registerTimer(ms)
+
+    def _delete_timer(self, ms: int) -> None:
+        self.handle.deleteTimer(ms)
+
     def on_input(self, key: tuple, chunks: Iterable[list[dict[str, Any]]], proc_ms: int) -> list[dict[str, Any]]:
         """`chunks`: the quorum's records of this micro-batch, a bounded list at a time, so a
         backlog (an hour of a quorum with a hundred observers is a million records) is folded in
         without ever being held in memory whole."""
-        st = self._load(key)
-        tracker = QuorumTracker(self.cfg, st, self.run_id)
+        tracker = self.open_input(key)
         for records in chunks:
             tracker.apply_all(records)
+        return self.close_input(tracker, proc_ms)
+
+    def open_input(self, key: tuple) -> QuorumTracker:
+        """The quorum's tracker, to fold this batch's records into before `close_input`."""
+        return QuorumTracker(self.cfg, self._load(key), self.run_id)
+
+    def close_input(self, tracker: QuorumTracker, proc_ms: int) -> list[dict[str, Any]]:
+        """The quorum evaluated after its batch's records, its timer set and its state saved."""
+        st = tracker.s
         st["last_input_proc_ms"] = proc_ms
         st["last_input_wall_ms"] = max(proc_ms, self.wall_clock_ms())
         rows = tracker.evaluate(proc_ms, silent=False, wall_ms=st["last_input_wall_ms"])
         if 0 <= st["timer_ms"] <= proc_ms:
             # Due in this very batch, where it would only load and save the state just evaluated:
             # a quorum that sends in every batch is then never visited twice per batch.
-            self.handle.deleteTimer(st["timer_ms"])
+            self._delete_timer(st["timer_ms"])
             st["timer_ms"] = -1
         if st["timer_ms"] < 0:
             st["timer_ms"] = proc_ms + self.cfg.tick_ms
-            self.handle.registerTimer(st["timer_ms"])
+            self._register_timer(st["timer_ms"])
         self._save(st)
         return rows
 
@@ -145,8 +165,7 @@ class _QuorumHealthLogic:
             anchor_processing(st["clock"], proc_ms)
         silence = max(0, proc_ms - max(st.get("last_input_wall_ms", st["last_input_proc_ms"]), self.run_id))
         if silence >= self.cfg.quorum_forget_ms:
-            self.state.clear()
-            self.replicas.clear()
+            self._forget(st)
             st["event_seq"] += 1
             return [{"kind": "forget", "cluster_id": st["cluster_id"], "topic": st["topic"],
                      "partition": st["partition"], "seq": st["seq"] + 1, "event_seq": st["event_seq"],
@@ -154,7 +173,7 @@ class _QuorumHealthLogic:
                      "last_input_proc_ms": st["last_input_proc_ms"], "silent": True,
                      "reason": f"quorum silent for {silence} ms"}]
         st["timer_ms"] = proc_ms + self.cfg.tick_ms
-        self.handle.registerTimer(st["timer_ms"])
+        self._register_timer(st["timer_ms"])
         rows: list[dict[str, Any]] = []
         if st["last_input_proc_ms"] != proc_ms:  # else on_input has just evaluated and emitted
             rows = QuorumTracker(self.cfg, st, self.run_id).evaluate(proc_ms, silent=True)
@@ -177,10 +196,10 @@ class _QuorumHealthProcessor(StatefulProcessor):
         key = _quorum_key(key)
         rejects: list[tuple[str, str]] = []
         chunks = self._records(key, rows, rejects)
-        if _is_dead_letter_key(key):  # no quorum: only rejects come here, and no state is kept
+        if is_dead_letter_key(key):  # no quorum: only rejects come here, and no state is kept
             for _ in chunks:
                 pass
-            yield from self._emit(_dead_letter_rows(key, rejects))
+            yield from self._emit(dead_letter_rows(key, rejects))
             return
         # A key whose records were all rejected (a quorum key on garbage) gets no state either.
         first: list[dict[str, Any]] = []
@@ -190,23 +209,13 @@ class _QuorumHealthProcessor(StatefulProcessor):
         if first:
             out = self.logic.on_input(key, chain([first], chunks), timerValues.getCurrentProcessingTimeInMs())
             yield from self._emit(out)
-        yield from self._emit(_dead_letter_rows(key, rejects))
+        yield from self._emit(dead_letter_rows(key, rejects))
 
     def _records(self, key: tuple, rows, rejects: list[tuple[str, str]]) -> Iterator[list[dict[str, Any]]]:
         """The key's records for the tracker, a bounded list at a time; those Spark's fast path
         did not accept are decided here (`raw_records`), their rejects appended to `rejects`."""
         for texts in self._texts(rows):
-            records = []
-            for t in texts:
-                if not is_raw(t):
-                    records.append(unpack_record(t))
-                    continue
-                record, reject = decide(t, key, self.logic.wall_clock_ms(), self.max_future_ms)
-                if record is not None:
-                    records.append(record)
-                else:
-                    rejects.append(reject)
-            yield records
+            yield records_of(texts, key, self.logic.wall_clock_ms, self.max_future_ms, rejects)
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[Any]:
         out = self.logic.on_timer(key, timerValues.getCurrentProcessingTimeInMs())
@@ -217,7 +226,24 @@ class _QuorumHealthProcessor(StatefulProcessor):
         pass
 
 
-def _dead_letter_rows(key: tuple, rejects: list[tuple[str, str]]) -> list[dict[str, Any]]:
+def records_of(texts: Iterable[str], key: tuple, wall_clock_ms: Callable[[], int], max_future_ms: int,
+               rejects: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """One quorum's packed records as the tracker takes them; those Spark's fast path did not
+    accept are decided here (`raw_records`), their rejects appended to `rejects`."""
+    records = []
+    for t in texts:
+        if not is_raw(t):
+            records.append(unpack_record(t))
+            continue
+        record, reject = decide(t, key, wall_clock_ms(), max_future_ms)
+        if record is not None:
+            records.append(record)
+        else:
+            rejects.append(reject)
+    return records
+
+
+def dead_letter_rows(key: tuple, rejects: list[tuple[str, str]]) -> list[dict[str, Any]]:
     return [{"kind": DEAD_LETTER_KIND, "cluster_id": key[0], "topic": key[1], "partition": key[2],
              "status": reason, "dead_letter": line} for reason, line in rejects]
 
@@ -227,7 +253,7 @@ def _quorum_key(key: tuple) -> tuple:
     return key[0] if len(key) == 1 else key  # TwsTester wraps the whole key in a 1-tuple
 
 
-def _is_dead_letter_key(key: tuple) -> bool:
+def is_dead_letter_key(key: tuple) -> bool:
     return _quorum_key(key)[0] == DEAD_LETTER_KEY[0]
 
 

@@ -1,84 +1,35 @@
 """The stateful processors with scripted input and processing-time timers (PySpark's TwsTester
 runs the processor's handlers as Spark does, with in-memory state and a settable clock).
-Both flavours, pandas and row, must behave the same."""
+Every flavour, pandas and row with one quorum per key and the row flavour with quorums in
+buckets (`bucket`), must behave the same."""
 from __future__ import annotations
 
 import base64
 import json
 from typing import Any
 
-import pandas as pd
 import pytest
-from pyspark.sql import Row
-from pyspark.sql.streaming.tws_tester import TwsTester
 
-from quorum.events import DEFAULT_MAX_FUTURE_MS
 from streaming.health import statuses as S
 from streaming.health.config import HealthConfig
-from streaming.health.processor import QuorumHealthPandasProcessor, QuorumHealthRowProcessor
-from streaming.health.schema import (DEAD_LETTER_KEY, DEAD_LETTER_KIND, HEALTH_COLUMNS, HEALTH_JSON, INPUT_COLUMNS,
-                                     KEY_COLUMNS, PACKED_COLUMNS, RECORD_JSON, pack_record, unpack_health_row)
+from streaming.health.schema import DEAD_LETTER_KEY, DEAD_LETTER_KIND, HEALTH_COLUMNS
 
+from .processor_harness import APIS, Harness
 from .quorum_script import KEY, QuorumScript
 from .tracker_harness import DEMO_START, demo_timeline, event_differences, fold_in_batches, seeds
-
-
-class Harness:
-    """One processor under TwsTester, with the processing clock the processor also reads."""
-
-    def __init__(self, api: str, cfg: HealthConfig | None = None, max_future_ms: int = DEFAULT_MAX_FUTURE_MS):
-        self.api, self.cfg, self.proc_ms = api, cfg or HealthConfig(), 1_000_000
-        cls = QuorumHealthPandasProcessor if api == "pandas" else QuorumHealthRowProcessor
-        self.processor = cls(self.cfg, wall_clock_ms=lambda: self.proc_ms, max_future_ms=max_future_ms)
-        self.offset = 0
-        self.tester = TwsTester(self.processor, timeMode="ProcessingTime", outputMode="Update")
-        self.tester.setProcessingTime(self.proc_ms)
-
-    def _rows(self, out) -> list[dict[str, Any]]:
-        """The packed rows as Spark expands them (every schema column)."""
-        if isinstance(out, pd.DataFrame):  # no rows at all: a frame without columns
-            texts = out[HEALTH_JSON].tolist() if HEALTH_JSON in out.columns else []
-        else:
-            texts = [r[HEALTH_JSON] for r in out]
-        assert all(set(json.loads(t)) <= set(HEALTH_COLUMNS) for t in texts)
-        return [unpack_health_row(t) for t in texts]
-
-    def feed(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The records as the processor receives them: key columns and the packed record."""
-        return self.feed_texts(KEY, [pack_record({c: r.get(c) for c in INPUT_COLUMNS}) for r in records])
-
-    def feed_raw(self, key: tuple, values: list[bytes | None]) -> list[dict[str, Any]]:
-        """Records as they ride when Spark's fast path did not accept them: their bytes and
-        Kafka position, for the processor to decide."""
-        texts = []
-        for value in values:
-            texts.append(json.dumps({"_raw": base64.b64encode(value).decode() if value is not None else None,
-                                     "_key": "aw==", "_topic": "events", "_kafka_partition": 0,
-                                     "_offset": self.offset, "_timestamp_ms": 1_000}))
-            self.offset += 1
-        return self.feed_texts(key, texts)
-
-    def feed_texts(self, key: tuple, texts: list[str]) -> list[dict[str, Any]]:
-        packed = [dict(zip(KEY_COLUMNS, key), **{RECORD_JSON: t}) for t in texts]
-        if self.api == "pandas":
-            return self._rows(self.tester.testInPandas(key, pd.DataFrame(packed, columns=PACKED_COLUMNS)))
-        return self._rows(self.tester.test(key, [Row(**r) for r in packed]))
-
-    def advance(self, ms: int) -> list[dict[str, Any]]:
-        """Let processing time pass with no input, one tick at a time; rows of every tick."""
-        rows = []
-        for _ in range(ms // self.cfg.tick_ms):
-            self.proc_ms += self.cfg.tick_ms
-            rows += self._rows(self.tester.setProcessingTime(self.proc_ms))
-        return rows
 
 
 def latest(rows: list[dict[str, Any]], kind: str, rid: int | None = None) -> dict[str, Any]:
     return [r for r in rows if r["kind"] == kind and r.get("replica_id") == rid][-1]
 
 
-@pytest.fixture(params=["pandas", "row"])
+@pytest.fixture(params=APIS)
 def harness(request) -> Harness:
+    return Harness(request.param)
+
+
+@pytest.fixture(params=["pandas", "row"])
+def quorum_per_key_harness(request) -> Harness:
     return Harness(request.param)
 
 
@@ -138,7 +89,7 @@ def test_quorum_silent_past_the_forget_horizon_is_forgotten_and_its_state_cleare
     harness.feed(QuorumScript().run(1000))
     rows = harness.advance(6000)
     assert [r for r in rows if r["kind"] == "forget"][0]["replica_id"] is None
-    assert harness.tester.peekValueState("quorum", KEY) is None
+    assert harness.stored(KEY) is None
     assert harness.advance(3000) == []  # no timer left behind
 
 
@@ -168,11 +119,11 @@ def test_a_hundred_observers_cost_rows_only_when_they_change(harness):
     rows = [r for _ in range(4) for r in harness.feed(script.run(1000)) if r["kind"] == "replica"]
     assert {r["replica_id"] for r in rows} >= {50} and latest(rows, "replica", 50)["status"] == S.UNREACHABLE
     # The whole quorum is one value (every state call is a round trip to the JVM).
-    stored = json.loads(harness.tester.peekValueState("quorum", KEY)[0])
-    assert len(stored["replicas"]) == 103 and not harness.tester.peekMapState("replicas", KEY)
+    assert len(harness.stored(KEY)["replicas"]) == 103
 
 
-def test_state_written_with_one_map_entry_per_replica_is_read_and_moved_into_the_value(harness):
+def test_state_written_with_one_map_entry_per_replica_is_read_and_moved_into_the_value(quorum_per_key_harness):
+    harness = quorum_per_key_harness
     # The layout before: the quorum's value without its replicas, one map entry per replica.
     script = QuorumScript()
     harness.feed(script.run(3000))
@@ -207,12 +158,13 @@ def test_a_quorum_key_holding_only_rejects_keeps_no_state(harness):
     rows = harness.feed_raw(KEY, [bad, b'{"cluster_id":"c1"}'])
     assert [(r["kind"], r["status"]) for r in rows] == [(DEAD_LETTER_KIND, "out_of_range"),
                                                        (DEAD_LETTER_KIND, "missing_field")]
-    assert harness.tester.peekValueState("quorum", KEY) is None
+    assert harness.stored(KEY) is None
     assert harness.advance(3 * harness.cfg.tick_ms) == []
 
 
+@pytest.mark.parametrize("api", ["row", "bucket"])
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_records_decided_in_the_processor_give_what_the_same_records_packed_give(seed):
+def test_records_decided_in_the_processor_give_what_the_same_records_packed_give(seed, api):
     # The same timeline, with a voter cut off and back, and collector snapshots, through two
     # processors: one fed the records as Spark packs those its fast path accepts, one fed them
     # raw, for the contract's decoder in the processor. Rejects mixed in change nothing.
@@ -221,7 +173,7 @@ def test_records_decided_in_the_processor_give_what_the_same_records_packed_give
     rng = random.Random(seed)
     runs = []
     for raw in (False, True):
-        script, h = QuorumScript(observers=(4,)), Harness("row", max_future_ms=10 ** 13)
+        script, h = QuorumScript(observers=(4,)), Harness(api, max_future_ms=10 ** 13)
         rows = []
         for step in range(30):
             if step == 8:
@@ -244,7 +196,7 @@ def test_records_decided_in_the_processor_give_what_the_same_records_packed_give
     assert any(r["kind"] == "transition" and r["replica_id"] == 3 for r in runs[0])
 
 
-@pytest.mark.parametrize("api", ["row", "pandas"])
+@pytest.mark.parametrize("api", APIS)
 def test_the_processor_gives_the_events_of_every_record_folded_one_by_one(api):
     # The synthetic quorum's demo timeline (one fault of every kind) at a busy quorum's rate,
     # through the processor as Spark runs it with a one-second trigger (each replica's fetches
@@ -260,11 +212,6 @@ def test_the_processor_gives_the_events_of_every_record_folded_one_by_one(api):
             while i < len(records) and records[i][0] < end:
                 batch.append({**records[i][1], "_offset": i})
                 i += 1
-            # Spark's order in a micro-batch: the input at the batch's time, then the timers due
-            # by then (TwsTester fires the timers first when its clock is set)
-            h.proc_ms = h.tester._currentProcessingTimeMs = end
-            if batch:
-                rows += h.feed(batch)
-            rows += h._rows(h.tester._handleExpiredTimers())
+            rows += h.spark_batch(end, {KEY: batch})
         assert len([r for r in rows if r["kind"] == "transition"]) >= 5, seed
         assert event_differences(every, rows, h.cfg.tick_ms) == [], seed

@@ -1,0 +1,160 @@
+"""Several quorums under one state key: the health state's layout for a new checkpoint.
+
+Each state key is a bucket, `pmod(xxhash64(cluster_id, topic, partition), buckets)`, and its one
+value holds every quorum of the bucket, each kept as `processor` keeps a quorum. Every call on a
+state variable is a round trip to the JVM's state server, and a profile of a busy job found each
+quorum paying five a batch (the key, get, update and its timer's two) and most of the health
+stage's time waiting on them. A bucket pays those five once for all its quorums.
+
+Timers: each quorum keeps its due time (`timer_ms` in its state) as with one quorum per key, and
+the bucket has one processing-time timer, due when its earliest quorum is. A due quorum is
+evaluated when that timer fires, or with its bucket's input when it sent nothing itself, at the
+instant its own timer would have fired; a quorum that sends in every batch is evaluated once per
+batch, with its input. The rows are those of one quorum per key (test_health_buckets.py).
+
+The number of buckets is fixed for the life of a checkpoint (a quorum must always hash to the
+bucket that holds its state): `streaming.state_layout` chooses it for a new checkpoint and reads
+it back on a restart. Only the row-based flavour (`transformWithState`) exists for this layout.
+"""
+from __future__ import annotations
+
+import json
+from itertools import islice
+from typing import Any, Callable, Iterator
+
+from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
+
+from quorum.events import DEFAULT_MAX_FUTURE_MS
+
+from .config import HealthConfig
+from .processor import (CHUNK_RECORDS, STATE_SCHEMA, QuorumHealthRowProcessor, _QuorumHealthLogic, dead_letter_rows,
+                        freeze_worker_heap, is_dead_letter_key, records_of)
+from .schema import KEY_COLUMNS, RECORD_JSON
+from .tracker import new_state
+
+BUCKET_COLUMN = "_bucket"
+BUCKET_STATE = "bucket"
+
+
+def bucket_column(buckets: int):
+    """The bucket of each input row's quorum, 0 .. buckets - 1."""
+    from pyspark.sql import functions as F
+    return F.pmod(F.xxhash64(*KEY_COLUMNS), F.lit(buckets)).alias(BUCKET_COLUMN)
+
+
+def quorum_name(key: tuple) -> str:
+    """A quorum's entry in its bucket's value (JSON: no cluster id or topic can be ambiguous)."""
+    return json.dumps([key[0], key[1], int(key[2])])
+
+
+def _quorum_of(st: dict[str, Any]) -> tuple:
+    return st["cluster_id"], st["topic"], st["partition"]
+
+
+class _BucketLogic(_QuorumHealthLogic):
+    """The per-quorum logic with its state read from and written to the open bucket."""
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        freeze_worker_heap()
+        self.handle = handle
+        self.bucket = handle.getValueState(BUCKET_STATE, STATE_SCHEMA)
+        self.quorums: dict[str, dict[str, Any]] = {}
+        self.timer_ms = -1
+
+    def open_bucket(self) -> None:
+        stored = self.bucket.get()
+        value = json.loads(stored[0]) if stored is not None else {"timer_ms": -1, "quorums": {}}
+        self.quorums, self.timer_ms = value["quorums"], value["timer_ms"]
+
+    def close_bucket(self, proc_ms: int, fired: bool) -> None:
+        """The bucket saved, its timer due when its earliest quorum is; an empty bucket (every
+        quorum forgotten, or only rejects came) keeps neither a value nor a timer."""
+        pending = -1 if fired else self.timer_ms  # a timer that fired is gone
+        if not self.quorums:
+            if pending >= 0:
+                self.handle.deleteTimer(pending)
+            self.bucket.clear()
+            return
+        # every quorum kept has a due time after this batch (on_input and on_timer set it)
+        self.timer_ms = min(st["timer_ms"] for st in self.quorums.values())
+        if pending != self.timer_ms:
+            if pending >= 0:
+                self.handle.deleteTimer(pending)
+            self.handle.registerTimer(self.timer_ms)
+        self.bucket.update((json.dumps({"timer_ms": self.timer_ms, "quorums": self.quorums}, separators=(",", ":")),))
+
+    def due(self, proc_ms: int, evaluated: set[str]) -> list[dict[str, Any]]:
+        """Rows of the bucket's quorums due by `proc_ms`, but those in `evaluated`."""
+        rows: list[dict[str, Any]] = []
+        for name, st in list(self.quorums.items()):
+            if name not in evaluated and 0 <= st["timer_ms"] <= proc_ms:
+                rows += self.on_timer(_quorum_of(st), proc_ms)
+        return rows
+
+    def _load(self, key: tuple) -> dict[str, Any]:
+        return self.quorums.get(quorum_name(key)) or new_state(key[0], key[1], int(key[2]))
+
+    def _save(self, st: dict[str, Any]) -> None:
+        self.quorums[quorum_name(_quorum_of(st))] = st
+
+    def _forget(self, st: dict[str, Any]) -> None:
+        self.quorums.pop(quorum_name(_quorum_of(st)), None)
+
+    # a quorum's due time stays in its state (`timer_ms`); the bucket's timer serves them all
+    def _register_timer(self, ms: int) -> None:
+        pass
+
+    def _delete_timer(self, ms: int) -> None:
+        pass
+
+
+class BucketedHealthProcessor(StatefulProcessor):
+    """For transformWithState grouped by `BUCKET_COLUMN`: input rows carry their quorum's key
+    columns and packed record; output rows are the health rows, as `QuorumHealthRowProcessor`'s."""
+
+    def __init__(self, cfg: HealthConfig, wall_clock_ms: Callable[[], int] | None = None,
+                 max_future_ms: int = DEFAULT_MAX_FUTURE_MS):
+        self.logic = _BucketLogic(cfg, wall_clock_ms)
+        self.max_future_ms = max_future_ms
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.logic.init(handle)
+
+    def handleInputRows(self, key, rows, timerValues) -> Iterator[Any]:
+        proc_ms = timerValues.getCurrentProcessingTimeInMs()
+        logic = self.logic
+        logic.open_bucket()
+        trackers: dict[tuple, Any] = {}
+        rejects: dict[tuple, list[tuple[str, str]]] = {}
+        rows = iter(rows)
+        # a bounded chunk at a time, so a backlog is never held whole (see processor.on_input)
+        while chunk := list(islice(rows, CHUNK_RECORDS)):
+            texts: dict[tuple, list[str]] = {}
+            for r in chunk:
+                texts.setdefault((r["cluster_id"], r["topic"], r["partition"]), []).append(r[RECORD_JSON])
+            for quorum, its_texts in texts.items():
+                records = records_of(its_texts, quorum, logic.wall_clock_ms, self.max_future_ms,
+                                     rejects.setdefault(quorum, []))
+                # a quorum that sent only rejects, and the key of records with no quorum, get no state
+                if records and not is_dead_letter_key(quorum):
+                    if quorum not in trackers:
+                        trackers[quorum] = logic.open_input(quorum)
+                    trackers[quorum].apply_all(records)
+        out: list[dict[str, Any]] = []
+        for tracker in trackers.values():
+            out += logic.close_input(tracker, proc_ms)
+        out += logic.due(proc_ms, {quorum_name(q) for q in trackers})
+        for quorum, its_rejects in rejects.items():
+            out += dead_letter_rows(quorum, its_rejects)
+        logic.close_bucket(proc_ms, fired=False)
+        yield from QuorumHealthRowProcessor._emit(out)
+
+    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[Any]:
+        proc_ms = timerValues.getCurrentProcessingTimeInMs()
+        self.logic.open_bucket()
+        out = self.logic.due(proc_ms, set())
+        self.logic.close_bucket(proc_ms, fired=True)
+        yield from QuorumHealthRowProcessor._emit(out)
+
+    def close(self) -> None:
+        pass
