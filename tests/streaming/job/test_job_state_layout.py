@@ -1,0 +1,92 @@
+"""A checkpoint whose health state was written one quorum per state key, as before the buckets,
+resumes its state under the job, on Apache Kafka and local[2]: what it flagged stays flagged,
+and its quorums' counters go on."""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+
+import pytest
+
+from prometheus_tools import wait_for
+from quorum.synthetic import Fault, SyntheticConfig, publish
+from streaming.config import JobConfig
+from streaming.job import start_job
+from streaming.sinks import make_batch_writer
+from streaming.state_layout import LAYOUT_FILE
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+TRIGGER_MS = 500
+
+
+def flagged(writer, status: str) -> list[dict]:
+    return [e for e in writer.seen_events if e["kind"] == "transition" and e["cluster_id"] == "cluster-0"
+            and e["replica_id"] == 2 and e["status"] == status]
+
+
+def recording_writer(cfg: JobConfig):
+    writer = make_batch_writer(cfg.sink, cfg.health)
+    writer.seen_events = []
+    apply = writer.snapshot.apply
+
+    def apply_and_keep(rows):
+        applied = apply(rows)
+        writer.seen_events.extend(applied.events)
+        return applied
+    writer.snapshot.apply = apply_and_keep
+    return writer
+
+
+def test_a_checkpoint_written_one_quorum_per_key_resumes_its_state(spark, broker, topic_factory, tmp_path, caplog):
+    topic = topic_factory(partitions=2)
+    root = tmp_path / "checkpoint"
+    cfg = JobConfig.from_dict({
+        "source": {"bootstrap_servers": broker.bootstrap, "topic": topic, "starting_offsets": "earliest"},
+        "job": {"checkpoint_location": str(root), "trigger_interval_ms": TRIGGER_MS},
+        "dead_letters": {"enabled": False},
+        "health": {"tick_ms": TRIGGER_MS},
+        "sink": {"prometheus": {"mode": "off"}},
+    })
+    # The first run writes the layout before the buckets (the same processor as then)...
+    root.mkdir()
+    (root / LAYOUT_FILE).write_text(json.dumps({"health_state_buckets": 0}))
+    start_ms = int(time.time() * 1000)
+    synthetic = SyntheticConfig(clusters=2, voters=3, observers=1, seed=5, start_ms=start_ms,
+                                faults=(Fault("cutoff", start_ms=3000, duration_ms=120_000, cluster=0, replica=2),))
+    stop = threading.Event()
+    publisher = threading.Thread(target=lambda: publish(synthetic, broker.bootstrap, topic, duration_ms=120_000,
+                                                        should_stop=stop.is_set), daemon=True)
+    publisher.start()
+    try:
+        writer = recording_writer(cfg)
+        job = start_job(spark, cfg, writer)
+        try:
+            wait_for(lambda: flagged(writer, "unreachable"), 90, "cluster-0/2 flagged unreachable")
+        finally:
+            job.stop()
+        before = {v.quorum["cluster_id"]: v.quorum["seq"] for v in writer.snapshot.views()}
+
+        # ... and a checkpoint from before the buckets has no layout file.
+        (root / LAYOUT_FILE).unlink()
+        caplog.set_level(logging.INFO, "streaming.state_layout")
+        writer2 = recording_writer(cfg)
+        job2 = start_job(spark, cfg, writer2)
+        try:
+            wait_for(lambda: {v.quorum["cluster_id"] for v in writer2.snapshot.views()
+                              if v.quorum["seq"] > before.get(v.quorum["cluster_id"], 0) + 2} == set(before),
+                     90, lambda: f"both quorums evaluated on, from {before}")
+            views = {v.quorum["cluster_id"]: v for v in writer2.snapshot.views()}
+        finally:
+            job2.stop()
+    finally:
+        stop.set()
+        publisher.join(30)
+
+    assert any("keeps one quorum per state key" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
+    assert json.loads((root / LAYOUT_FILE).read_text()) == {"health_state_buckets": 0}
+    # the state came back: no second verdict from scratch, the cut-off voter still unreachable
+    assert flagged(writer2, "unreachable") == []
+    assert views["cluster-0"].replicas[2]["status"] == "unreachable"
