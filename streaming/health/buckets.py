@@ -26,6 +26,7 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 
 from quorum.events import DEFAULT_MAX_FUTURE_MS
 
+from . import codec
 from .config import HealthConfig
 from .processor import (CHUNK_RECORDS, STATE_SCHEMA, QuorumHealthRowProcessor, _QuorumHealthLogic, dead_letter_rows,
                         freeze_worker_heap, is_dead_letter_key, records_of)
@@ -63,7 +64,7 @@ class _BucketLogic(_QuorumHealthLogic):
 
     def open_bucket(self) -> None:
         stored = self.bucket.get()
-        value = json.loads(stored[0]) if stored is not None else {"timer_ms": -1, "quorums": {}}
+        value = codec.loads(stored[0]) if stored is not None else {"timer_ms": -1, "quorums": {}}
         self.quorums, self.timer_ms = value["quorums"], value["timer_ms"]
 
     def close_bucket(self, proc_ms: int, fired: bool) -> None:
@@ -81,7 +82,7 @@ class _BucketLogic(_QuorumHealthLogic):
             if pending >= 0:
                 self.handle.deleteTimer(pending)
             self.handle.registerTimer(self.timer_ms)
-        self.bucket.update((json.dumps({"timer_ms": self.timer_ms, "quorums": self.quorums}, separators=(",", ":")),))
+        self.bucket.update((codec.dumps({"timer_ms": self.timer_ms, "quorums": self.quorums}),))
 
     def due(self, proc_ms: int, evaluated: set[str]) -> list[dict[str, Any]]:
         """Rows of the bucket's quorums due by `proc_ms`, but those in `evaluated`."""

@@ -35,7 +35,6 @@ state layout, so the choice is the one constant `HEALTH_API`.
 from __future__ import annotations
 
 import gc
-import json
 import time
 from itertools import chain, islice
 from typing import Any, Callable, Iterable, Iterator
@@ -45,6 +44,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from quorum.events import DEFAULT_MAX_FUTURE_MS
 
+from . import codec
 from .clocks import anchor_processing
 from .config import HealthConfig
 from .raw_records import decide, is_raw
@@ -103,14 +103,14 @@ class _QuorumHealthLogic:
         if stored is None:
             key = _quorum_key(key)
             return new_state(key[0], key[1], int(key[2]))
-        st = json.loads(stored[0])
+        st = codec.loads(stored[0])
         if "replicas" not in st:
-            st["replicas"] = {k[0]: json.loads(v[0]) for k, v in self.replicas.iterator()}
+            st["replicas"] = {k[0]: codec.loads(v[0]) for k, v in self.replicas.iterator()}
             self._replicas_in_map = True
         return st
 
     def _save(self, st: dict[str, Any]) -> None:
-        self.state.update((json.dumps(st, separators=(",", ":")),))
+        self.state.update((codec.dumps(st),))
         if self._replicas_in_map:
             self.replicas.clear()
             self._replicas_in_map = False
