@@ -14,8 +14,8 @@ import sys
 import threading
 
 from streaming.config import ConfigError, JobConfig, load_config
-from streaming.state_layout import StateLayoutError
 from streaming.job_logging import LEVELS, configure
+from streaming.state_layout import StateLayoutError
 
 EXAMPLE = "deploy/job.local.yaml"
 

@@ -1,10 +1,13 @@
 """A checkpoint whose health state was written one quorum per state key, as before the buckets,
 resumes its state under the job, on Apache Kafka and local[2]: what it flagged stays flagged,
-and its quorums' counters go on."""
+and its quorums' counters go on. A layout file the job cannot read stops `streaming run` with
+the file named."""
 from __future__ import annotations
 
 import json
 import logging
+import subprocess
+import sys
 import threading
 import time
 
@@ -90,3 +93,21 @@ def test_a_checkpoint_written_one_quorum_per_key_resumes_its_state(spark, broker
     # the state came back: no second verdict from scratch, the cut-off voter still unreachable
     assert flagged(writer2, "unreachable") == []
     assert views["cluster-0"].replicas[2]["status"] == "unreachable"
+
+
+def test_streaming_run_refuses_a_layout_file_it_cannot_read_and_names_it(tmp_path):
+    checkpoint = tmp_path / "checkpoint"
+    checkpoint.mkdir()
+    (checkpoint / LAYOUT_FILE).write_text("{truncated")
+    config = tmp_path / "job.yaml"
+    config.write_text(json.dumps({  # YAML reads JSON
+        "spark": {"master": "local[1]"},
+        "source": {"bootstrap_servers": "127.0.0.1:1", "topic": "events"},
+        "job": {"checkpoint_location": str(checkpoint)},
+        "sink": {"prometheus": {"mode": "off"}},
+    }))
+    done = subprocess.run([sys.executable, "-m", "streaming.cli", "run", "--config", str(config)],
+                          capture_output=True, text=True, timeout=180)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert f"streaming: cannot start: {checkpoint / LAYOUT_FILE} does not say how the health state is kept" in done.stderr
+    assert "Traceback" not in done.stderr
