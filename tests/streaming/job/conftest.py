@@ -28,3 +28,24 @@ def run_one_stateful_batch(spark):
         return checkpoint
 
     return run
+
+
+@pytest.fixture
+def recording_writer():
+    """`recording_writer(cfg)`: the job's real batch writer, also keeping every event it applied
+    (transitions and the rest) in `seen_events`."""
+    from streaming.sinks import make_batch_writer
+
+    def make(cfg):
+        writer = make_batch_writer(cfg.sink, cfg.health)
+        writer.seen_events = []
+        apply = writer.snapshot.apply
+
+        def apply_and_keep(rows):
+            applied = apply(rows)
+            writer.seen_events.extend(applied.events)
+            return applied
+        writer.snapshot.apply = apply_and_keep
+        return writer
+
+    return make

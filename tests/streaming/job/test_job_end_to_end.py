@@ -16,7 +16,6 @@ from quorum import events
 from quorum.synthetic import Fault, SyntheticConfig, publish
 from streaming.config import JobConfig
 from streaming.job import HEALTH_QUERY, start_job
-from streaming.sinks import make_batch_writer
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -33,20 +32,6 @@ def job_config(broker, topic, tmp_path) -> JobConfig:
         "health": {"stall_after_ms": STALL_MS, "tick_ms": TRIGGER_MS},
         "sink": {"prometheus": {"mode": "off"}},
     })
-
-
-def recording_writer(cfg: JobConfig):
-    """The real batch writer, also keeping every event (transitions) it applied."""
-    writer = make_batch_writer(cfg.sink, cfg.health)
-    writer.seen_events = []
-    apply = writer.snapshot.apply
-
-    def apply_and_keep(rows):
-        applied = apply(rows)
-        writer.seen_events.extend(applied.events)
-        return applied
-    writer.snapshot.apply = apply_and_keep
-    return writer
 
 
 def rows_read(job) -> int:
@@ -99,7 +84,7 @@ def garbage(now_ms: int) -> list[tuple[bytes, str]]:
 
 
 def test_faults_flagged_and_cleared_garbage_dead_lettered_restart_keeps_state_and_reads_once(
-        spark, broker, topic_factory, tmp_path):
+        spark, broker, topic_factory, tmp_path, recording_writer):
     # Every micro-batch's progress and offsets are kept so the records read can be summed over a whole run.
     spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")
     spark.conf.set("spark.sql.streaming.minBatchesToRetain", "100000")
@@ -196,7 +181,7 @@ def test_faults_flagged_and_cleared_garbage_dead_lettered_restart_keeps_state_an
 
 
 def test_nothing_is_flagged_on_a_healthy_quorum_over_ten_minutes_of_synthetic_time(
-        spark, broker, topic_factory, tmp_path):
+        spark, broker, topic_factory, tmp_path, recording_writer):
     spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")
     topic = topic_factory(partitions=2)
     synthetic = SyntheticConfig(clusters=3, voters=3, observers=1, seed=23, start_ms=int(time.time() * 1000),
@@ -225,7 +210,7 @@ def quorum_transitions(writer, cluster: str, status: str) -> list[dict]:
             and e["replica_id"] is None and e["status"] == status]
 
 
-def test_quorum_faults_flagged_and_cleared(spark, broker, topic_factory, tmp_path):
+def test_quorum_faults_flagged_and_cleared(spark, broker, topic_factory, tmp_path, recording_writer):
     """The synthetic quorum's quorum-wide faults, one cluster each, through the whole job: a leader
     partitioned away (its replica unreachable, a new leader, its tail truncated on return), the
     high watermark stalled, an election storm, a split brain; each flagged within its threshold

@@ -17,7 +17,6 @@ from prometheus_tools import wait_for
 from quorum.synthetic import Fault, SyntheticConfig, publish
 from streaming.config import JobConfig
 from streaming.job import start_job
-from streaming.sinks import make_batch_writer
 from streaming.state_layout import LAYOUT_FILE
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -30,20 +29,8 @@ def flagged(writer, status: str) -> list[dict]:
             and e["replica_id"] == 2 and e["status"] == status]
 
 
-def recording_writer(cfg: JobConfig):
-    writer = make_batch_writer(cfg.sink, cfg.health)
-    writer.seen_events = []
-    apply = writer.snapshot.apply
-
-    def apply_and_keep(rows):
-        applied = apply(rows)
-        writer.seen_events.extend(applied.events)
-        return applied
-    writer.snapshot.apply = apply_and_keep
-    return writer
-
-
-def test_a_checkpoint_written_one_quorum_per_key_resumes_its_state(spark, broker, topic_factory, tmp_path, caplog):
+def test_a_checkpoint_written_one_quorum_per_key_resumes_its_state(spark, broker, topic_factory, tmp_path, caplog,
+                                                                   recording_writer):
     topic = topic_factory(partitions=2)
     root = tmp_path / "checkpoint"
     cfg = JobConfig.from_dict({
