@@ -250,9 +250,9 @@ class Bench:
             if stage == "health":
                 from streaming.health import build_health_stream
                 from streaming.health.config import HealthConfig
-                from streaming.state_layout import BUCKETS_PER_STATE_PARTITION
+                from streaming.state_layout import new_checkpoint_buckets
                 # the layout of the job's new checkpoint
-                buckets = BUCKETS_PER_STATE_PARTITION * int(spark.conf.get("spark.sql.shuffle.partitions"))
+                buckets = new_checkpoint_buckets(int(spark.conf.get("spark.sql.shuffle.partitions")))
                 observed = build_health_stream(observed, HealthConfig(), buckets=buckets)
         elif stage == "parse":   # the job's typed JSON parse alone: the floor of decoding in Spark
             parsed = raw.withColumn(TEXT, F.col("value").cast("string")).select(parsed_record().alias("r"))

@@ -22,6 +22,11 @@ BUCKETS_PER_STATE_PARTITION = 8
 QUORUM_PER_KEY = 0  # the layout before the buckets
 
 
+def new_checkpoint_buckets(state_partitions: int) -> int:
+    """The number of buckets a new checkpoint keeps its quorums in, on `state_partitions`."""
+    return BUCKETS_PER_STATE_PARTITION * state_partitions
+
+
 class StateLayoutError(ValueError):
     """The checkpoint's layout file cannot be read: the job cannot know where its state is."""
 
@@ -41,7 +46,7 @@ def health_state_buckets(spark, checkpoint: str, query_checkpoint: str, state_pa
                     "per state key, as written (about five state-store round trips per quorum and micro-batch); "
                     "start a new checkpoint to keep quorums in buckets (see docs/deployment.md)", checkpoint)
     else:
-        buckets = BUCKETS_PER_STATE_PARTITION * state_partitions
+        buckets = new_checkpoint_buckets(state_partitions)
         log.info("new checkpoint %s: the health state %s", checkpoint, _describe(buckets))
     write_text(spark, path, json.dumps({"health_state_buckets": buckets}) + "\n")
     return buckets
