@@ -20,14 +20,11 @@ from __future__ import annotations
 
 import json
 from itertools import islice
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
-from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
-
-from quorum.events import DEFAULT_MAX_FUTURE_MS
+from pyspark.sql.streaming import StatefulProcessorHandle
 
 from . import codec
-from .config import HealthConfig
 from .processor import (CHUNK_RECORDS, STATE_SCHEMA, QuorumHealthRowProcessor, _QuorumHealthLogic, dead_letter_rows,
                         freeze_worker_heap, is_dead_letter_key, records_of)
 from .schema import KEY_COLUMNS, RECORD_JSON
@@ -109,17 +106,11 @@ class _BucketLogic(_QuorumHealthLogic):
         pass
 
 
-class BucketedHealthProcessor(StatefulProcessor):
+class BucketedHealthProcessor(QuorumHealthRowProcessor):
     """For transformWithState grouped by `BUCKET_COLUMN`: input rows carry their quorum's key
     columns and packed record; output rows are the health rows, as `QuorumHealthRowProcessor`'s."""
 
-    def __init__(self, cfg: HealthConfig, wall_clock_ms: Callable[[], int] | None = None,
-                 max_future_ms: int = DEFAULT_MAX_FUTURE_MS):
-        self.logic = _BucketLogic(cfg, wall_clock_ms)
-        self.max_future_ms = max_future_ms
-
-    def init(self, handle: StatefulProcessorHandle) -> None:
-        self.logic.init(handle)
+    logic_class = _BucketLogic
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[Any]:
         proc_ms = timerValues.getCurrentProcessingTimeInMs()
@@ -148,14 +139,11 @@ class BucketedHealthProcessor(StatefulProcessor):
         for quorum, its_rejects in rejects.items():
             out += dead_letter_rows(quorum, its_rejects)
         logic.close_bucket(proc_ms, fired=False)
-        yield from QuorumHealthRowProcessor._emit(out)
+        yield from self._emit(out)
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[Any]:
         proc_ms = timerValues.getCurrentProcessingTimeInMs()
         self.logic.open_bucket()
         out = self.logic.due(proc_ms, set())
         self.logic.close_bucket(proc_ms, fired=True)
-        yield from QuorumHealthRowProcessor._emit(out)
-
-    def close(self) -> None:
-        pass
+        yield from self._emit(out)

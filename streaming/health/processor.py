@@ -182,11 +182,14 @@ class _QuorumHealthLogic:
 
 
 class _QuorumHealthProcessor(StatefulProcessor):
-    """The handlers Spark calls; subclasses only convert input and output."""
+    """The handlers Spark calls; subclasses only convert input and output (or, with a
+    `logic_class` of their own, keep the state another way)."""
+
+    logic_class = _QuorumHealthLogic
 
     def __init__(self, cfg: HealthConfig, wall_clock_ms: Callable[[], int] | None = None,
                  max_future_ms: int = DEFAULT_MAX_FUTURE_MS):
-        self.logic = _QuorumHealthLogic(cfg, wall_clock_ms)
+        self.logic = self.logic_class(cfg, wall_clock_ms)
         self.max_future_ms = max_future_ms
 
     def init(self, handle: StatefulProcessorHandle) -> None:
