@@ -62,7 +62,14 @@ def test_source_options_use_the_connectors_names_and_pass_client_settings_throug
                                           "kafka": {"security.protocol": "SASL_SSL", "sasl.username": "u"}}})
     assert cfg.source.reader_options() == {
         "kafka.bootstrap.servers": "b:9092", "subscribe": "ev", "startingOffsets": "latest",
-        "failOnDataLoss": "false", "maxOffsetsPerTrigger": "10", "kafka.security.protocol": "SASL_SSL", "kafka.sasl.username": "u"}
+        "failOnDataLoss": "false", "maxOffsetsPerTrigger": "10", "kafka.fetch.max.wait.ms": "10",
+        "kafka.security.protocol": "SASL_SSL", "kafka.sasl.username": "u"}
+
+
+def test_the_reads_short_fetch_wait_gives_way_to_the_users_own():
+    cfg = JobConfig.from_dict({"source": {"bootstrap_servers": "b:9092", "topic": "ev",
+                                          "kafka": {"fetch.max.wait.ms": 250}}})
+    assert cfg.source.reader_options()["kafka.fetch.max.wait.ms"] == "250"
 
 
 def test_cli_exits_2_with_the_file_and_key_for_a_bad_config(tmp_path, capsys):
