@@ -250,10 +250,10 @@ class Bench:
             if stage == "health":
                 from streaming.health import build_health_stream
                 from streaming.health.config import HealthConfig
-                from streaming.state_layout import new_checkpoint_buckets
+                from streaming.state_layout import new_checkpoint_layout
                 # the layout of the job's new checkpoint
-                buckets = new_checkpoint_buckets(int(spark.conf.get("spark.sql.shuffle.partitions")))
-                observed = build_health_stream(observed, HealthConfig(), buckets=buckets)
+                layout = new_checkpoint_layout(int(spark.conf.get("spark.sql.shuffle.partitions")))
+                observed = build_health_stream(observed, HealthConfig(), buckets=layout.buckets, api=layout.processor)
         elif stage == "parse":   # the job's typed JSON parse alone: the floor of decoding in Spark
             parsed = raw.withColumn(TEXT, F.col("value").cast("string")).select(parsed_record().alias("r"))
             # a hash of every field, so Spark cannot prune the parse to the one field observed

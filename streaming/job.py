@@ -28,7 +28,7 @@ from streaming.progress_listener import ProgressListener
 from streaming.sinks import HealthBatchWriter, make_batch_writer
 from streaming.sinks.monitor import MonitorMetrics
 from streaming.source import lost_offsets, open_stream
-from streaming.state_layout import health_state_buckets
+from streaming.state_layout import health_state_layout
 from streaming.state_partitions import check_state_partitions
 
 log = logging.getLogger(__name__)
@@ -180,7 +180,7 @@ def start_job(spark: SparkSession, cfg: JobConfig, writer: HealthBatchWriter | N
     # Spark keeps the checkpoint's number of state partitions: say so when the config differs.
     partitions = check_state_partitions(spark, str(checkpoint / "health"),
                                         int(spark.conf.get("spark.sql.shuffle.partitions")))
-    buckets = health_state_buckets(spark, str(checkpoint), str(checkpoint / "health"), partitions)
+    layout = health_state_layout(spark, str(checkpoint), str(checkpoint / "health"), partitions)
     writer = writer or make_batch_writer(cfg.sink, cfg.health,
                                          spool_path=str(checkpoint / "health-events-pending.jsonl"))
     if cfg.dead_letters.enabled and writer.dead_letters is None:
@@ -192,7 +192,8 @@ def start_job(spark: SparkSession, cfg: JobConfig, writer: HealthBatchWriter | N
                     "health batch (job.trigger_interval_ms), from the same read of the topic")
 
     routed = observe_input(routed_events(spark, cfg))
-    health = build_health_stream(routed, cfg.health, max_future_ms=cfg.decode.max_future_ms, buckets=buckets)
+    health = build_health_stream(routed, cfg.health, max_future_ms=cfg.decode.max_future_ms, buckets=layout.buckets,
+                                 api=layout.processor)
     health_query = (health.writeStream.queryName(HEALTH_QUERY).outputMode("update").foreachBatch(writer)
                     .option("checkpointLocation", str(checkpoint / "health"))
                     .trigger(processingTime=trigger).start())

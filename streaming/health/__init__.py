@@ -65,9 +65,9 @@ def build_health_stream(events_df, health_cfg: HealthConfig, api: str | None = N
 
     `buckets`: 0 keeps one quorum per state key (`processor`); N > 0 keeps the quorums in N
     buckets (`buckets`, the job's layout for a new checkpoint). N must stay the same for the life
-    of the checkpoint: `streaming.state_layout.health_state_buckets` reads it back. `api`
-    overrides the flavour of one quorum per key ("pandas" or "row"); the default is the measured
-    choice.
+    of the checkpoint: `streaming.state_layout.health_state_layout` reads it back. `api`
+    ("pandas" or "row") overrides the flavour; the default is the measured choice for the layout
+    (`processor.HEALTH_API`, `buckets.BUCKETED_HEALTH_API`).
 
     Note for drivers and tests: with processing-time timers the operator asks for a (no-data)
     micro-batch at every trigger, so `trigger(availableNow=True)` never finishes and
@@ -77,25 +77,22 @@ def build_health_stream(events_df, health_cfg: HealthConfig, api: str | None = N
     from pyspark.sql import functions as F
 
     from .processor import HEALTH_API, QuorumHealthPandasProcessor, QuorumHealthRowProcessor
-    api = api or HEALTH_API
     packed_records = packed_input(events_df)
     if buckets > 0:
-        from .buckets import BUCKET_COLUMN, BucketedHealthProcessor, bucket_column
-        if api != "row":
-            raise ValueError(f"the health state in buckets has only the row flavour, got api={api!r}")
-        packed = packed_records.select("*", bucket_column(buckets)).groupBy(BUCKET_COLUMN).transformWithState(
-            statefulProcessor=BucketedHealthProcessor(health_cfg, max_future_ms=max_future_ms),
-            outputStructType=PACKED_HEALTH_SCHEMA, outputMode="Update", timeMode="ProcessingTime")
-    elif api == "pandas":
-        packed = packed_records.groupBy(*KEY_COLUMNS).transformWithStateInPandas(
-            statefulProcessor=QuorumHealthPandasProcessor(health_cfg, max_future_ms=max_future_ms),
-            outputStructType=PACKED_HEALTH_SCHEMA, outputMode="Update", timeMode="ProcessingTime")
-    elif api == "row":
-        packed = packed_records.groupBy(*KEY_COLUMNS).transformWithState(
-            statefulProcessor=QuorumHealthRowProcessor(health_cfg, max_future_ms=max_future_ms),
-            outputStructType=PACKED_HEALTH_SCHEMA, outputMode="Update", timeMode="ProcessingTime")
+        from .buckets import (BUCKET_COLUMN, BUCKETED_HEALTH_API, BucketedHealthPandasProcessor,
+                              BucketedHealthProcessor, bucket_column)
+        api = api or BUCKETED_HEALTH_API
+        grouped = packed_records.select("*", bucket_column(buckets)).groupBy(BUCKET_COLUMN)
+        flavours = {"pandas": BucketedHealthPandasProcessor, "row": BucketedHealthProcessor}
     else:
+        api = api or HEALTH_API
+        grouped = packed_records.groupBy(*KEY_COLUMNS)
+        flavours = {"pandas": QuorumHealthPandasProcessor, "row": QuorumHealthRowProcessor}
+    if api not in flavours:
         raise ValueError(f"api must be 'pandas' or 'row', got {api!r}")
+    transform = grouped.transformWithStateInPandas if api == "pandas" else grouped.transformWithState
+    packed = transform(statefulProcessor=flavours[api](health_cfg, max_future_ms=max_future_ms),
+                       outputStructType=PACKED_HEALTH_SCHEMA, outputMode="Update", timeMode="ProcessingTime")
     # FAILFAST: a value that does not fit its column fails the batch, as Arrow did, rather
     # than becoming a silent null.
     row = F.from_json(HEALTH_JSON, HEALTH_SCHEMA, {"mode": "FAILFAST"})

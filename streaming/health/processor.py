@@ -29,8 +29,9 @@ micro-batches, best of two alternating rounds after a warm-up):
 Pandas pays a fixed cost per key and batch (a DataFrame in, a DataFrame out) that Arrow only
 earns back on large groups. A quorum sends a few to a few tens of records per trigger (one per
 fetch its leader handles, a fetch every few hundred ms per follower, plus metrics), the first
-case, so the job uses the row-based transformWithState. Both adapters share the tracker and the
-state layout, so the choice is the one constant `HEALTH_API`.
+case, so a checkpoint kept one quorum per key runs on the row-based transformWithState. Both
+adapters share the tracker and the state layout, so the choice is the one constant `HEALTH_API`.
+A bucket of quorums (buckets.py) is the second case, and runs on pandas (`BUCKETED_HEALTH_API`).
 """
 from __future__ import annotations
 
@@ -55,7 +56,8 @@ from .tracker import QuorumTracker, new_state
 # parser) every time a task opens its state, each micro-batch.
 STATE_SCHEMA = StructType([StructField("json", StringType())])
 REPLICA_KEY_SCHEMA = StructType([StructField("replica", StringType())])
-HEALTH_API = "row"  # "row" (transformWithState, measured faster here) or "pandas" (transformWithStateInPandas)
+# one quorum per key: "row" (transformWithState, measured faster here) or "pandas" (transformWithStateInPandas)
+HEALTH_API = "row"
 CHUNK_RECORDS = 20_000  # records of one quorum converted and folded in at a time
 
 

@@ -11,7 +11,7 @@ from pyspark.sql import Row
 from pyspark.sql.streaming.tws_tester import TwsTester
 
 from quorum.events import DEFAULT_MAX_FUTURE_MS
-from streaming.health.buckets import BUCKET_STATE, BucketedHealthProcessor, quorum_name
+from streaming.health.buckets import BUCKET_STATE, BucketedHealthPandasProcessor, BucketedHealthProcessor, quorum_name
 from streaming.health.config import HealthConfig
 from streaming.health.processor import QuorumHealthPandasProcessor, QuorumHealthRowProcessor
 from streaming.health.schema import (HEALTH_COLUMNS, HEALTH_JSON, INPUT_COLUMNS, KEY_COLUMNS, PACKED_COLUMNS,
@@ -19,8 +19,9 @@ from streaming.health.schema import (HEALTH_COLUMNS, HEALTH_JSON, INPUT_COLUMNS,
 
 from .quorum_script import KEY
 
-APIS = ["pandas", "row", "bucket"]
-BUCKET = (7,)  # the bucket key under which the `bucket` flavour gets every quorum here
+APIS = ["pandas", "row", "bucket", "bucket-pandas"]
+BUCKETED = ("bucket", "bucket-pandas")
+BUCKET = (7,)  # the bucket key under which the bucketed flavours get every quorum here
 
 
 class Harness:
@@ -29,7 +30,7 @@ class Harness:
     def __init__(self, api: str, cfg: HealthConfig | None = None, max_future_ms: int = DEFAULT_MAX_FUTURE_MS):
         self.api, self.cfg, self.proc_ms = api, cfg or HealthConfig(), 1_000_000
         cls = {"pandas": QuorumHealthPandasProcessor, "row": QuorumHealthRowProcessor,
-               "bucket": BucketedHealthProcessor}[api]
+               "bucket": BucketedHealthProcessor, "bucket-pandas": BucketedHealthPandasProcessor}[api]
         self.processor = cls(self.cfg, wall_clock_ms=lambda: self.proc_ms, max_future_ms=max_future_ms)
         self.offset = 0
         self.tester = TwsTester(self.processor, timeMode="ProcessingTime", outputMode="Update")
@@ -60,12 +61,12 @@ class Harness:
         return self.feed_texts(key, texts)
 
     def feed_quorums(self, records: dict[tuple, list[dict[str, Any]]]) -> list[dict[str, Any]]:
-        """Several quorums' records in one call: the `bucket` flavour gets them all under its one
-        bucket key, the others one call per quorum key."""
-        if self.api != "bucket":
+        """Several quorums' records in one call: the bucketed flavours get them all under their
+        one bucket key, the others one call per quorum key."""
+        if self.api not in BUCKETED:
             return [row for key, its in records.items() for row in self.feed_texts(key, _packed(its))]
         packed = [dict(zip(KEY_COLUMNS, key), **{RECORD_JSON: t}) for key, its in records.items() for t in _packed(its)]
-        return self._rows(self.tester.test(BUCKET, [Row(**r) for r in packed]))
+        return self._test(BUCKET, packed)
 
     def spark_batch(self, proc_ms: int, records: dict[tuple, list[dict[str, Any]]]) -> list[dict[str, Any]]:
         """A micro-batch in Spark's order: its input at the batch's time, then the timers due by
@@ -76,13 +77,16 @@ class Harness:
 
     def feed_texts(self, key: tuple, texts: list[str]) -> list[dict[str, Any]]:
         packed = [dict(zip(KEY_COLUMNS, key), **{RECORD_JSON: t}) for t in texts]
-        if self.api == "pandas":
+        return self._test(BUCKET if self.api in BUCKETED else key, packed)
+
+    def _test(self, key: tuple, packed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if self.api in ("pandas", "bucket-pandas"):
             return self._rows(self.tester.testInPandas(key, pd.DataFrame(packed, columns=PACKED_COLUMNS)))
-        return self._rows(self.tester.test(BUCKET if self.api == "bucket" else key, [Row(**r) for r in packed]))
+        return self._rows(self.tester.test(key, [Row(**r) for r in packed]))
 
     def stored(self, key: tuple) -> dict[str, Any] | None:
         """The quorum's state as the processor keeps it, None when it keeps none."""
-        if self.api == "bucket":
+        if self.api in BUCKETED:
             value = self.tester.peekValueState(BUCKET_STATE, BUCKET)
             return None if value is None else json.loads(value[0])["quorums"].get(quorum_name(key))
         assert not self.tester.peekMapState("replicas", key)  # the layout before, emptied

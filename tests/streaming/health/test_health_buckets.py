@@ -6,9 +6,11 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import pytest
+
 from streaming.health.config import HealthConfig
 
-from .processor_harness import Harness
+from .processor_harness import BUCKETED, Harness
 from .quorum_script import PARTITION, TOPIC, QuorumScript
 from .tracker_harness import seeds
 
@@ -45,9 +47,10 @@ def by_quorum(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def test_quorums_sharing_a_bucket_give_the_rows_each_gives_under_its_own_key():
+@pytest.mark.parametrize("api", BUCKETED)
+def test_quorums_sharing_a_bucket_give_the_rows_each_gives_under_its_own_key(api):
     for seed in seeds(3):
-        alone, shared = by_quorum(play(seed, "row")), by_quorum(play(seed, "bucket"))
+        alone, shared = by_quorum(play(seed, "row")), by_quorum(play(seed, api))
         assert set(alone) == set(CLUSTERS), seed
         assert any(r["kind"] == "transition" and r["replica_id"] == 3 for r in alone["c2"]), seed
         assert any(r["kind"] == "forget" for r in alone["c3"]), seed
@@ -55,8 +58,9 @@ def test_quorums_sharing_a_bucket_give_the_rows_each_gives_under_its_own_key():
             assert shared[cluster] == alone[cluster], (seed, cluster)
 
 
-def test_a_bucket_whose_quorums_are_all_forgotten_keeps_no_state_and_no_timer():
-    h = Harness("bucket", HealthConfig(quorum_forget_ms=5_000))
+@pytest.mark.parametrize("api", BUCKETED)
+def test_a_bucket_whose_quorums_are_all_forgotten_keeps_no_state_and_no_timer(api):
+    h = Harness(api, HealthConfig(quorum_forget_ms=5_000))
     scripts = {(c, TOPIC, PARTITION): QuorumScript(cluster=c) for c in CLUSTERS[:2]}
     h.feed_quorums({key: s.run(1000) for key, s in scripts.items()})
     assert all(h.stored(key) is not None for key in scripts)

@@ -58,7 +58,8 @@ def test_the_packed_record_unpacks_to_what_the_columns_held(spark):
 
 
 @pytest.mark.parametrize("api", ["pandas", "row"])
-def test_processor_in_spark_flags_the_stuck_replica_of_one_quorum_only(spark, api):
+@pytest.mark.parametrize("buckets", [0, 1], ids=["quorum_per_key", "one_bucket"])
+def test_processor_in_spark_flags_the_stuck_replica_of_one_quorum_only(spark, api, buckets):
     # Spark 4.2's batch transformWithState opens its state through the state store coordinator,
     # which the session registers with its streaming query manager: create that first
     spark.streams.active
@@ -66,7 +67,7 @@ def test_processor_in_spark_flags_the_stuck_replica_of_one_quorum_only(spark, ap
     records = ok.run(3000) + bad.run(3000)
     bad.mode[3] = "stuck"
     records += ok.run(13_000) + bad.run(13_000)
-    health = build_health_stream(events_frame(spark, records), HealthConfig(), api=api)
+    health = build_health_stream(events_frame(spark, records), HealthConfig(), api=api, buckets=buckets)
     actual = (health.where(F.col("kind") == "replica")
               .select("cluster_id", "replica_id", "role", "status"))
     expected = spark.createDataFrame(

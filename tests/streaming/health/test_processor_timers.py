@@ -162,7 +162,7 @@ def test_a_quorum_key_holding_only_rejects_keeps_no_state(harness):
     assert harness.advance(3 * harness.cfg.tick_ms) == []
 
 
-@pytest.mark.parametrize("api", ["row", "bucket"])
+@pytest.mark.parametrize("api", ["row", "bucket", "bucket-pandas"])
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_records_decided_in_the_processor_give_what_the_same_records_packed_give(seed, api):
     # The same timeline, with a voter cut off and back, and collector snapshots, through two

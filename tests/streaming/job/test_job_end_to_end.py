@@ -14,6 +14,7 @@ from confluent_kafka import Producer
 from prometheus_tools import wait_for
 from quorum import events
 from quorum.synthetic import Fault, SyntheticConfig, publish
+from state_operators import PANDAS_PROCESSOR, state_operators
 from streaming.config import JobConfig
 from streaming.job import HEALTH_QUERY, start_job
 
@@ -149,6 +150,7 @@ def test_faults_flagged_and_cleared_garbage_dead_lettered_restart_keeps_state_an
     assert sum(reads.values()) == total, f"records read twice or lost: {total} published, {reads}"
     # each batch read exactly the records of its range in the offset log
     assert {n: records_in_range(checkpoint, n) for n in reads} == reads
+    assert state_operators(checkpoint) == {PANDAS_PROCESSOR}  # a new checkpoint's health state, both runs
     # State survived the restart: the second run clears the flags the first run raised (a lost
     # state would start from `unknown`), and counters continue instead of starting over.
     assert transitions_to(writer2, "cluster-0", 2, "caught_up")[0]["previous_status"] == "unreachable"

@@ -1,6 +1,6 @@
 """A checkpoint whose health state was written one quorum per state key, as before the buckets,
-resumes its state under the job, on Apache Kafka and local[2]: what it flagged stays flagged,
-and its quorums' counters go on. A layout file the job cannot read stops `streaming run` with
+or in buckets by the row-based processor, resumes its state under the job, on Apache Kafka and
+local[2]: what it flagged stays flagged, and its quorums' counters go on. A layout file the job cannot read stops `streaming run` with
 the file named."""
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import pytest
 
 from prometheus_tools import wait_for
 from quorum.synthetic import Fault, SyntheticConfig, publish
+from state_operators import ROW_PROCESSOR, state_operators
 from streaming.config import JobConfig
 from streaming.job import start_job
 from streaming.state_layout import LAYOUT_FILE
@@ -29,10 +30,10 @@ def flagged(writer, status: str) -> list[dict]:
             and e["replica_id"] == 2 and e["status"] == status]
 
 
-def test_a_checkpoint_written_one_quorum_per_key_resumes_its_state(spark, broker, topic_factory, tmp_path, caplog,
-                                                                   recording_writer):
-    topic = topic_factory(partitions=2)
-    root = tmp_path / "checkpoint"
+def run_then_resume(spark, broker, topic, root, recording_writer, between) -> tuple[object, dict]:
+    """Run the job until cluster-0's replica 2 (cut off) is flagged, call `between()`, run it
+    again on the same checkpoint until both quorums were evaluated on: the second run's writer,
+    and its views by cluster."""
     cfg = JobConfig.from_dict({
         "source": {"bootstrap_servers": broker.bootstrap, "topic": topic, "starting_offsets": "earliest"},
         "job": {"checkpoint_location": str(root), "trigger_interval_ms": TRIGGER_MS},
@@ -40,9 +41,6 @@ def test_a_checkpoint_written_one_quorum_per_key_resumes_its_state(spark, broker
         "health": {"tick_ms": TRIGGER_MS},
         "sink": {"prometheus": {"mode": "off"}},
     })
-    # The first run writes the layout before the buckets (the same processor as then)...
-    root.mkdir()
-    (root / LAYOUT_FILE).write_text(json.dumps({"health_state_buckets": 0}))
     start_ms = int(time.time() * 1000)
     synthetic = SyntheticConfig(clusters=2, voters=3, observers=1, seed=5, start_ms=start_ms,
                                 faults=(Fault("cutoff", start_ms=3000, duration_ms=120_000, cluster=0, replica=2),))
@@ -58,26 +56,54 @@ def test_a_checkpoint_written_one_quorum_per_key_resumes_its_state(spark, broker
         finally:
             job.stop()
         before = {v.quorum["cluster_id"]: v.quorum["seq"] for v in writer.snapshot.views()}
-
-        # ... and a checkpoint from before the buckets has no layout file.
-        (root / LAYOUT_FILE).unlink()
-        caplog.set_level(logging.INFO, "streaming.state_layout")
+        between()
         writer2 = recording_writer(cfg)
         job2 = start_job(spark, cfg, writer2)
         try:
             wait_for(lambda: {v.quorum["cluster_id"] for v in writer2.snapshot.views()
                               if v.quorum["seq"] > before.get(v.quorum["cluster_id"], 0) + 2} == set(before),
                      90, lambda: f"both quorums evaluated on, from {before}")
-            views = {v.quorum["cluster_id"]: v for v in writer2.snapshot.views()}
+            return writer2, {v.quorum["cluster_id"]: v for v in writer2.snapshot.views()}
         finally:
             job2.stop()
     finally:
         stop.set()
         publisher.join(30)
 
+
+def test_a_checkpoint_written_one_quorum_per_key_resumes_its_state(spark, broker, topic_factory, tmp_path, caplog,
+                                                                   recording_writer):
+    root = tmp_path / "checkpoint"
+    # The first run writes the layout before the buckets (the same processor as then)...
+    root.mkdir()
+    (root / LAYOUT_FILE).write_text(json.dumps({"health_state_buckets": 0}))
+
+    def as_before_the_buckets():  # ... and a checkpoint from before the buckets has no layout file
+        (root / LAYOUT_FILE).unlink()
+        caplog.set_level(logging.INFO, "streaming.state_layout")
+
+    writer2, views = run_then_resume(spark, broker, topic_factory(partitions=2), root, recording_writer,
+                                     as_before_the_buckets)
     assert any("keeps one quorum per state key" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
-    assert json.loads((root / LAYOUT_FILE).read_text()) == {"health_state_buckets": 0}
+    assert json.loads((root / LAYOUT_FILE).read_text()) == {"health_state_buckets": 0, "health_state_processor": "row"}
     # the state came back: no second verdict from scratch, the cut-off voter still unreachable
+    assert flagged(writer2, "unreachable") == []
+    assert views["cluster-0"].replicas[2]["status"] == "unreachable"
+
+
+def test_buckets_written_by_the_row_processor_go_on_on_it(spark, broker, topic_factory, tmp_path, caplog,
+                                                        recording_writer):
+    # The buckets' first flavour was the row-based processor, and its layout file named no
+    # processor. Spark refuses another stateful operator on a checkpoint, so it goes on on rows.
+    root = tmp_path / "checkpoint"
+    root.mkdir()
+    (root / LAYOUT_FILE).write_text(json.dumps({"health_state_buckets": 4}))
+    caplog.set_level(logging.INFO, "streaming.state_layout")
+    writer2, views = run_then_resume(spark, broker, topic_factory(partitions=2), root, recording_writer,
+                                     lambda: None)
+    assert json.loads((root / LAYOUT_FILE).read_text()) == {"health_state_buckets": 4}
+    assert state_operators(root / "health") == {ROW_PROCESSOR}
+    assert "checkpoint %s keeps the health state in 4 quorum buckets, on the row processor" % root in caplog.text
     assert flagged(writer2, "unreachable") == []
     assert views["cluster-0"].replicas[2]["status"] == "unreachable"
 
