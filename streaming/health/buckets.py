@@ -21,8 +21,9 @@ and PySpark hands a row-based processor its input one cell at a time, an Arrow s
 converted for each (the bucket's key again for every row): a profile of the job at 10,000
 events/s found that a quarter of the health workers' time. `transformWithStateInPandas`
 converts each Arrow batch column by column, and its fixed cost per key and batch (a DataFrame
-in, a DataFrame out) is paid once per bucket. Both flavours keep the same state, so a
-checkpoint written by either resumes under the other (tests/streaming/job/test_job_state_layout.py).
+in, a DataFrame out) is paid once per bucket. Both flavours keep the same state, but Spark
+refuses to resume a checkpoint under another stateful operator than the one that wrote it: a
+checkpoint keeps its flavour, which `streaming.state_layout` records with the number of buckets.
 """
 from __future__ import annotations
 
