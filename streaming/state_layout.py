@@ -57,9 +57,10 @@ def health_state_layout(spark, checkpoint: str, query_checkpoint: str, state_par
     if text is not None:
         layout = _parse(path, text)
         log.info("checkpoint %s keeps the health state %s", checkpoint, layout.describe())
-        if layout.buckets != QUORUM_PER_KEY and layout.processor != new_checkpoint_layout(1).processor:
+        from streaming.health.buckets import BUCKETED_HEALTH_API
+        if layout.buckets != QUORUM_PER_KEY and layout.processor != BUCKETED_HEALTH_API:
             log.info("a new checkpoint would keep it on the %s processor, with a faster health stage (see "
-                     "docs/deployment.md)", new_checkpoint_layout(1).processor)
+                     "docs/deployment.md)", BUCKETED_HEALTH_API)
         return layout
     if numbered_files(spark, query_checkpoint.rstrip("/") + "/offsets"):
         layout = HealthStateLayout(QUORUM_PER_KEY, WRITTEN_BEFORE)

@@ -18,8 +18,8 @@ it back on a restart.
 
 Pandas, not rows (`BUCKETED_HEALTH_API`): a bucket gets hundreds to thousands of records a batch,
 and PySpark hands a row-based processor its input one cell at a time, an Arrow scalar made and
-converted for each (the bucket's key again for every row): a profile of the job at 10,000
-events/s found that a quarter of the health workers' time. `transformWithStateInPandas`
+converted for each (the bucket's key again for every row): in a profile of the job at 10,000
+events/s, that took a quarter of the health workers' time. `transformWithStateInPandas`
 converts each Arrow batch column by column, and its fixed cost per key and batch (a DataFrame
 in, a DataFrame out) is paid once per bucket. Both flavours keep the same state, but Spark
 refuses to resume a checkpoint under another stateful operator than the one that wrote it: a
