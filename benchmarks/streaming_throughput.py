@@ -489,7 +489,8 @@ def main() -> None:
     ap.add_argument("--idle-only", action="store_true", help="only the idle costs (on local[2])")
     ap.add_argument("--idle-floors", nargs="*", choices=IDLE_STAGES, default=["source"], metavar="STAGE",
                     help="stages whose idle cost is measured too, watching 1 quorum, after the job's: "
-                         f"{', '.join(IDLE_STAGES)} (default: source, the baseline; none to skip)")
+                         f"{', '.join(IDLE_STAGES)} (default: source, the baseline; the option with no "
+                         "stage skips them)")
     ap.add_argument("--masters", nargs="+", default=["local[2]", "local[1]"])
     ap.add_argument("--drain", action="store_true", help="also the drain breakdown by stage")
     ap.add_argument("--drain-seconds", type=int, default=60, help="synthetic seconds in the drain backlog")

@@ -26,7 +26,9 @@ LAYOUT_FILE = "health-state-layout.json"
 BUCKETS_PER_STATE_PARTITION = 8
 QUORUM_PER_KEY = 0  # the layout before the buckets
 PROCESSORS = ("pandas", "row")
-WRITTEN_BEFORE = "row"  # the processor of every checkpoint whose file does not name one
+# The processor of every checkpoint whose file does not name one: history, fixed for good, even
+# if processor.HEALTH_API (today also "row", by measurement) ever changes.
+WRITTEN_BEFORE = "row"
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,8 @@ class HealthStateLayout:
 
 def new_checkpoint_layout(state_partitions: int) -> HealthStateLayout:
     """How a new checkpoint keeps its quorums, on `state_partitions`."""
+    # imported here, as below: the buckets bring PySpark's stateful API, and the command line
+    # imports this module for its errors before it needs Spark (`--help` stays quick)
     from streaming.health.buckets import BUCKETED_HEALTH_API
     return HealthStateLayout(BUCKETS_PER_STATE_PARTITION * state_partitions, BUCKETED_HEALTH_API)
 

@@ -28,14 +28,13 @@ checkpoint keeps its flavour, which `streaming.state_layout` records with the nu
 from __future__ import annotations
 
 import json
-from itertools import islice
 from typing import Any, Iterator
 
 from pyspark.sql.streaming import StatefulProcessorHandle
 
 from . import codec
-from .processor import (CHUNK_RECORDS, STATE_SCHEMA, QuorumHealthPandasProcessor, QuorumHealthRowProcessor,
-                        _QuorumHealthLogic, dead_letter_rows, freeze_worker_heap, is_dead_letter_key, records_of)
+from .processor import (STATE_SCHEMA, QuorumHealthPandasProcessor, QuorumHealthRowProcessor, _QuorumHealthLogic,
+                        chunks, dead_letter_rows, freeze_worker_heap, is_dead_letter_key, records_of)
 from .schema import KEY_COLUMNS, RECORD_JSON
 from .tracker import new_state
 
@@ -129,10 +128,7 @@ class BucketedHealthProcessor(QuorumHealthRowProcessor):
     @staticmethod
     def _keyed_texts(rows) -> Iterator[list[tuple[tuple, str]]]:
         """(quorum key, packed record) of the input, a bounded chunk at a time."""
-        rows = iter(rows)
-        while chunk := [((r["cluster_id"], r["topic"], r["partition"]), r[RECORD_JSON])
-                        for r in islice(rows, CHUNK_RECORDS)]:
-            yield chunk
+        return chunks(((r["cluster_id"], r["topic"], r["partition"]), r[RECORD_JSON]) for r in rows)
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[Any]:
         proc_ms = timerValues.getCurrentProcessingTimeInMs()
@@ -180,7 +176,5 @@ class BucketedHealthPandasProcessor(BucketedHealthProcessor):
     def _keyed_texts(frames) -> Iterator[list[tuple[tuple, str]]]:
         for pdf in frames:
             # column by column: a Python object per cell, made in bulk
-            pairs = list(zip(zip(pdf["cluster_id"].tolist(), pdf["topic"].tolist(), pdf["partition"].tolist()),
-                             pdf[RECORD_JSON].tolist()))
-            for start in range(0, len(pairs), CHUNK_RECORDS):
-                yield pairs[start:start + CHUNK_RECORDS]
+            yield from chunks(zip(zip(pdf["cluster_id"].tolist(), pdf["topic"].tolist(), pdf["partition"].tolist()),
+                                  pdf[RECORD_JSON].tolist()))

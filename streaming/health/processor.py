@@ -80,6 +80,13 @@ def freeze_worker_heap() -> None:
 _heap_frozen = False
 
 
+def chunks(items: Iterable[Any]) -> Iterator[list[Any]]:
+    """`items` a bounded list at a time, so a backlog is never held whole (see `on_input`)."""
+    items = iter(items)
+    while chunk := list(islice(items, CHUNK_RECORDS)):
+        yield chunk
+
+
 class _QuorumHealthLogic:
     """What both processors do, on plain lists of record dicts and output row dicts."""
 
@@ -268,9 +275,7 @@ class QuorumHealthPandasProcessor(_QuorumHealthProcessor):
     @staticmethod
     def _texts(frames) -> Iterator[list[str]]:
         for pdf in frames:
-            texts = pdf[RECORD_JSON].tolist()
-            for start in range(0, len(texts), CHUNK_RECORDS):
-                yield texts[start:start + CHUNK_RECORDS]
+            yield from chunks(pdf[RECORD_JSON].tolist())
 
     @staticmethod
     def _emit(out: list[dict[str, Any]]):
@@ -283,9 +288,7 @@ class QuorumHealthRowProcessor(_QuorumHealthProcessor):
 
     @staticmethod
     def _texts(rows) -> Iterator[list[str]]:
-        rows = iter(rows)
-        while chunk := [r[RECORD_JSON] for r in islice(rows, CHUNK_RECORDS)]:
-            yield chunk
+        return chunks(r[RECORD_JSON] for r in rows)
 
     @staticmethod
     def _emit(out: list[dict[str, Any]]):

@@ -1,7 +1,7 @@
 """A checkpoint whose health state was written one quorum per state key, as before the buckets,
 or in buckets by the row-based processor, resumes its state under the job, on Apache Kafka and
-local[2]: what it flagged stays flagged, and its quorums' counters go on. A layout file the job cannot read stops `streaming run` with
-the file named."""
+local[2]: what it flagged stays flagged, and its quorums' counters go on. A layout file the job
+cannot read stops `streaming run` with the file named."""
 from __future__ import annotations
 
 import json
