@@ -22,7 +22,8 @@ process of its own (`paced_load.py`), stamped with the wall clock: a live input,
      an always-on job is judged by what it takes after that), and the same for the input stages
      named by `--idle-floors` (default: the source alone into `noop`, Spark's own cost of a query
      on this trigger, the baseline; `health` is the job without its outputs), watching the 1
-     quorum. `--idle-only` measures just these;
+     quorum. `--idle-only` measures just these. `--trigger-ms` runs the job (and the stages) on
+     another trigger, with `health.tick_ms` the same, as an operator would to pay less when idle;
   5. `--drain`: where the time goes by stage: the source alone, source + decode, the full job,
      each draining a backlog with `availableNow` (start-up included);
   6. `--ceiling`: the same live steps on `local[2]` for the source alone, the source with Spark's
@@ -55,7 +56,7 @@ from paced_load import PacedLoad
 from process_usage import PeakMemory, TreeCpu, cpu_seconds, thread_cpu_seconds
 
 MIB = 1024 * 1024
-TRIGGER_MS = 1000
+TRIGGER_MS = 1000  # the job's trigger and health tick (`--trigger-ms`); steps are judged against it
 JIT_THREADS = ("C1 CompilerThre", "C2 CompilerThre")  # HotSpot's compiler threads (names cut at 15)
 CUT_OFF_REPLICA = 2
 # the job's input stages `--ceiling` measures alone, and how its summary names them
@@ -182,6 +183,12 @@ class Step:
         return not self.failures
 
 
+def trigger_settings(trigger_ms: int) -> dict:
+    """The job's settings for a trigger of `trigger_ms`: its health tick as long (a tick may not
+    be shorter than the trigger, and a longer one would re-evaluate silent quorums less often)."""
+    return {"job": {"trigger_interval_ms": trigger_ms}, "health": {"tick_ms": trigger_ms}}
+
+
 class Bench:
     def __init__(self, args, tmp: Path, broker, pushgateway: Pushgateway):
         self.args, self.tmp, self.broker, self.pushgateway = args, tmp, broker, pushgateway
@@ -195,7 +202,8 @@ class Bench:
         return JobConfig.from_dict({
             "source": {"bootstrap_servers": self.broker.bootstrap, "topic": topic,
                        "starting_offsets": "earliest"},
-            "job": {"checkpoint_location": str(run / "checkpoint"), "trigger_interval_ms": TRIGGER_MS},
+            "job": {"checkpoint_location": str(run / "checkpoint"), **trigger_settings(TRIGGER_MS)["job"]},
+            "health": trigger_settings(TRIGGER_MS)["health"],
             "dead_letters": {"enabled": True, "path": str(run / "dead-letters")},
             "sink": {"prometheus": {"mode": "pushgateway", "pushgateway_url": self.pushgateway.url,
                                     "job": f"bench_{self.runs}"},
@@ -473,6 +481,7 @@ def drain_stages(spark, broker, args, tmp: Path, raw: float) -> None:
 
 
 def main() -> None:
+    global TRIGGER_MS  # one trigger for the whole run: every helper judges batches against it
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--clusters", type=int, default=200)
     ap.add_argument("--voters", type=int, default=3)
@@ -500,6 +509,9 @@ def main() -> None:
     ap.add_argument("--ceiling-start-rate", type=float, default=None,
                     help="events/s of the input stages' first step (default: --start-rate)")
     ap.add_argument("--spark-conf", nargs="*", default=[], metavar="KEY=VALUE", help="extra Spark settings")
+    ap.add_argument("--trigger-ms", type=int, default=TRIGGER_MS,
+                    help="the job's trigger and health.tick_ms (default: the job's own); a longer one costs less "
+                         "when idle and re-evaluates statuses less often")
     ap.add_argument("--quick", action="store_true", help="30 s steps, 15 s idle runs after 30 s: a smoke run")
     args = ap.parse_args()
     if args.ceiling is not None and "local[2]" not in args.masters:
@@ -509,6 +521,7 @@ def main() -> None:
         args.idle_warmup_seconds = 30
     if args.idle_only:
         args.masters = ["local[2]"]
+    TRIGGER_MS = args.trigger_ms
 
     from quorum.kafka_broker import KafkaBroker
     from quorum.synthetic import SyntheticConfig, publish
@@ -518,8 +531,8 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="streaming-bench-"))
     print(f"workload: {args.clusters} clusters x ({args.voters} voters + {args.observers} observers), "
-          f"{args.partitions} partitions; every output on; steps of {args.step_seconds:.0f} s "
-          f"(first {args.warmup_seconds:.0f} s not judged); work directory {tmp}", flush=True)
+          f"{args.partitions} partitions; every output on; a {TRIGGER_MS} ms trigger; steps of "
+          f"{args.step_seconds:.0f} s (first {args.warmup_seconds:.0f} s not judged); work directory {tmp}", flush=True)
     with KafkaBroker(log_path=tmp / "broker.log") as broker:
         pushgateway = Pushgateway(tmp)
         try:
