@@ -9,7 +9,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import pytest  # noqa: E402
 
 from streaming.config import ConfigError, JobConfig  # noqa: E402
-from streaming_throughput import state_time_ms, trigger_settings  # noqa: E402
+from streaming_throughput import DEFAULT_TRIGGER_MS, idle_goal, state_time_ms, trigger_settings  # noqa: E402
 
 # the parts of a progress event (`StreamingQueryProgress.json`) that the figure reads: two
 # stateful operators, each with its partitions' times summed by Spark
@@ -46,3 +46,12 @@ def test_a_trigger_longer_than_the_default_tick_alone_is_refused():
     with pytest.raises(ConfigError, match="tick_ms"):
         JobConfig.from_dict({"source": {"bootstrap_servers": "127.0.0.1:9092", "topic": "events"},
                              "job": trigger_settings(5000)["job"]})
+
+
+def test_the_default_trigger_is_the_jobs_own():
+    assert DEFAULT_TRIGGER_MS == JobConfig().job.trigger_interval_ms
+
+
+def test_the_idle_goals_are_quoted_as_the_default_triggers_on_another():
+    assert idle_goal(DEFAULT_TRIGGER_MS, 200) == "goal 1 quorum <= 0.10, 200 <= 0.25"
+    assert idle_goal(5000, 200) == "on a 5000 ms trigger; the goal 1 quorum <= 0.10, 200 <= 0.25 on the job's own"
