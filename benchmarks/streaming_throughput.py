@@ -432,6 +432,7 @@ class Steps:
     highest: Step | None = None   # the highest rate sustained
     first: Step | None = None
     failed: Step | None = None    # the step that was not (None: every step asked for was)
+    capped: bool = False          # stopped where the workload published no faster
 
     def rate_text(self, with_failed: bool = False) -> str:
         if self.first is None:
@@ -440,13 +441,17 @@ class Steps:
             return f"below {self.first.rate:,.0f} events/s"
         if not with_failed:
             return f"{self.highest.rate:,.0f} events/s"
-        beyond = f"{self.failed.rate:,.0f} not" if self.failed else "the highest step asked"
+        if self.failed:
+            beyond = f"{self.failed.rate:,.0f} not"
+        else:
+            beyond = "the highest rate the workload reached" if self.capped else "the highest step asked"
         return f"{self.highest.rate:,.0f} events/s ({beyond})"
+
 
 
 def step_up(bench: Bench, spark, master: str, stage: str = "job") -> Steps:
     """Rates from `--start-rate` (the input stages: `--ceiling-start-rate`), x `--factor` a step,
-    until a step is not sustained."""
+    until a step is not sustained, or the workload publishes no faster."""
     a = bench.args
     label = master if stage == "job" else f"{master}, {stage} only"
     start = a.start_rate if stage == "job" else a.ceiling_start_rate or a.start_rate
@@ -458,6 +463,13 @@ def step_up(bench: Bench, spark, master: str, stage: str = "job") -> Steps:
         print_step(step)
         if not step.sustained:
             steps.failed = step
+            break
+        # a step that published less than a quarter of the step's rise more than the last: the
+        # synthetic workload goes no faster on this machine, and further steps would repeat it
+        if steps.highest and step.rate < steps.highest.rate * (1 + (a.factor - 1) / 4):
+            print(f"  the workload published {step.rate:,.0f} events/s when asked for {rate:,.0f}: "
+                  f"no higher step", flush=True)
+            steps.highest, steps.capped = max(steps.highest, step, key=lambda s: s.rate), True
             break
         steps.highest, rate = step, rate * a.factor
     return steps

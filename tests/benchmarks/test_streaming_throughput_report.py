@@ -6,10 +6,13 @@ from pathlib import Path
 # the benchmark runs as a script, its sibling modules importable by name
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
+from types import SimpleNamespace  # noqa: E402
+
 import pytest  # noqa: E402
 
 from streaming.config import ConfigError, JobConfig  # noqa: E402
-from streaming_throughput import DEFAULT_TRIGGER_MS, idle_goal, state_time_ms, trigger_settings  # noqa: E402
+from streaming_throughput import (DEFAULT_TRIGGER_MS, Step, idle_goal, state_time_ms, step_up,  # noqa: E402
+                                  trigger_settings)
 
 # the parts of a progress event (`StreamingQueryProgress.json`) that the figure reads: two
 # stateful operators, each with its partitions' times summed by Spark
@@ -55,3 +58,42 @@ def test_the_default_trigger_is_the_jobs_own():
 def test_the_idle_goals_are_quoted_as_the_default_triggers_on_another():
     assert idle_goal(DEFAULT_TRIGGER_MS, 200) == "goal 1 quorum <= 0.10, 200 <= 0.25"
     assert idle_goal(5000, 200) == "on a 5000 ms trigger; the goal 1 quorum <= 0.10, 200 <= 0.25 on the job's own"
+
+
+class Workload:
+    """Steps as the benchmark runs them, on a workload that publishes at most `cap` events/s;
+    each step sustained below `fails_at`."""
+
+    def __init__(self, cap: float, fails_at: float = float("inf")):
+        self.args = SimpleNamespace(start_rate=1000, ceiling_start_rate=None, factor=1.5, max_rate=400_000)
+        self.cap, self.fails_at, self.asked = cap, fails_at, []
+
+    def step(self, spark, master, rate, stage):
+        self.asked.append(rate)
+        published = min(rate, self.cap)
+        step = Step(master, rate, stage, load=SimpleNamespace(rate=published))
+        if published >= self.fails_at:
+            step.failures.append("batches over the trigger")
+        return step
+
+
+def quiet(monkeypatch):
+    import streaming_throughput
+    monkeypatch.setattr(streaming_throughput, "print_step", lambda step: None)
+
+
+def test_steps_stop_where_the_workload_publishes_no_faster(monkeypatch):
+    quiet(monkeypatch)
+    bench = Workload(cap=4000)
+    steps = step_up(bench, None, "local[2]", "source")
+    assert bench.asked == [1000, 1500, 2250, 3375, 5062.5, 7593.75]
+    assert (steps.highest.rate, steps.failed, steps.capped) == (4000, None, True)
+    assert steps.rate_text(with_failed=True) == "4,000 events/s (the highest rate the workload reached)"
+
+
+def test_steps_stop_at_the_first_step_not_sustained(monkeypatch):
+    quiet(monkeypatch)
+    bench = Workload(cap=1e9, fails_at=3000)
+    steps = step_up(bench, None, "local[2]")
+    assert (steps.highest.rate, steps.failed.rate, steps.capped) == (2250, 3375, False)
+    assert steps.rate_text(with_failed=True) == "2,250 events/s (3,375 not)"
