@@ -90,6 +90,8 @@ def _reducible(rec: dict[str, Any]) -> bool:
 
 class _Run:
     __slots__ = ("tick", "last_at", "stamp", "offset", "fetches", "peak", "mean", "first_mean")
+    # `last_at` and the gaps' measures are final once the run has ended: the kept last record is
+    # copied with them once, when the batch is reduced, not at every fetch the run takes in
 
     def __init__(self, tick: int, stamp: int, offset: int):
         self.tick, self.stamp, self.offset = tick, stamp, offset
@@ -112,6 +114,7 @@ def reduce_fetches(records: list[dict[str, Any]], tick_ms: int) -> list[dict[str
     gaps' measures set)."""
     out: list[dict[str, Any] | None] = []
     runs: dict[tuple, _Run] = {}
+    carried: list[_Run] = []  # runs with a kept last record (it stands for dropped ones past two fetches)
     previous: dict[tuple, int] = {}  # each replica's previous valid fetch (its stamp) in this batch
     leader = epoch = newest = None
     hw_max, hw_at = -1, None  # the highest high watermark of the leaders' fetches so far, and when it came
@@ -157,7 +160,12 @@ def reduce_fetches(records: list[dict[str, Any]], tick_ms: int) -> list[dict[str
         run.add(stamp, offset)
         if run.last_at >= 0:
             out[run.last_at] = None  # superseded: the new last stands for it
+        else:
+            carried.append(run)
         run.last_at = len(out)
-        out.append({**rec, FETCHES: run.fetches, GAP_PEAK_MS: run.peak, GAP_MEAN_MS: run.mean,
-                    GAP_FIRST_MEAN_MS: run.first_mean} if run.fetches > 1 else rec)
+        out.append(rec)
+    for run in carried:
+        if run.fetches > 1:
+            out[run.last_at] = {**out[run.last_at], FETCHES: run.fetches, GAP_PEAK_MS: run.peak,
+                                GAP_MEAN_MS: run.mean, GAP_FIRST_MEAN_MS: run.first_mean}
     return [r for r in out if r is not None]
