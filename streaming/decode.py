@@ -59,7 +59,9 @@ FAST_TYPES = ("fetch", "metrics")
 # What Spark writes into a string field for a JSON value of another kind: an integer or a fraction
 # (digits, sign, point, exponent), a boolean, a non-number (`NaN`, `INF`, `Infinity`, which Spark's
 # reader takes and its writer may quote). Objects and arrays begin with `{` or `[`: `_maybe_not_text`.
-_OTHER_KIND_TEXT = "^[-+]?[0-9][0-9.eE+-]*$|^(true|false)$|NaN|INF|Infinity"
+_NUMBER_TEXT = "^[-+]?[0-9][0-9.eE+-]*$"
+_BOOLEAN_TEXT = "^(true|false)$"
+_NON_NUMBERS = ("NaN", "INF", "Infinity")
 
 # The processing clock, read per row. Not `current_timestamp()`: Spark folds that into a literal
 # per micro-batch, so the generated code differs every batch and is compiled again each time
@@ -107,8 +109,16 @@ def _fast_schema() -> str:
 
 
 def _maybe_not_text(v: str) -> str:
-    """True when the string `v` may be Spark's reading of a JSON value that is not a string."""
-    return f"(substr({v}, 1, 1) IN ('{{', '[', '\"') OR {v} RLIKE '{_OTHER_KIND_TEXT}')"
+    """True when the string `v` may be Spark's reading of a JSON value that is not a string.
+    Each anchored pattern is tried only on a text that begins as it must (one regular expression
+    of every alternative, searched through each cluster id and topic, took 7% of the read tasks'
+    CPU), and the non-numbers are plain substrings."""
+    first = f"substr({v}, 1, 1)"
+    signs_and_digits = ", ".join(_quote(c) for c in "-+0123456789")
+    return (f"({first} IN ('{{', '[', '\"')"
+            f" OR ({first} IN ({signs_and_digits}) AND {v} RLIKE '{_NUMBER_TEXT}')"
+            f" OR ({first} IN ('t', 'f') AND {v} RLIKE '{_BOOLEAN_TEXT}')"
+            + "".join(f" OR contains({v}, {_quote(n)})" for n in _NON_NUMBERS) + ")")
 
 
 def _field_ok(fs: FieldSpec) -> str:
