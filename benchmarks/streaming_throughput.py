@@ -448,7 +448,6 @@ class Steps:
         return f"{self.highest.rate:,.0f} events/s ({beyond})"
 
 
-
 def step_up(bench: Bench, spark, master: str, stage: str = "job") -> Steps:
     """Rates from `--start-rate` (the input stages: `--ceiling-start-rate`), x `--factor` a step,
     until a step is not sustained, or the workload publishes no faster."""
