@@ -3,7 +3,9 @@ or a local disk, wherever Spark keeps the query's own checkpoint."""
 from __future__ import annotations
 
 
-def _fs(spark, path: str):
+def hadoop_path(spark, path: str):
+    """(Hadoop's Path, the file system it is on) in the driver's JVM: the instance every path of
+    that scheme uses (Hadoop caches one per scheme and user)."""
     jvm = spark.sparkContext._jvm
     p = jvm.org.apache.hadoop.fs.Path(path)
     return p, p.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
@@ -11,7 +13,7 @@ def _fs(spark, path: str):
 
 def numbered_files(spark, directory: str) -> list[int]:
     """The numbers of the files named by a number in `directory` (a query's `offsets/`), sorted."""
-    p, fs = _fs(spark, directory)
+    p, fs = hadoop_path(spark, directory)
     if not fs.exists(p):
         return []
     return sorted(int(s.getPath().getName()) for s in fs.listStatus(p) if s.getPath().getName().isdigit())
@@ -20,7 +22,7 @@ def numbered_files(spark, directory: str) -> list[int]:
 def read_text(spark, path: str, max_lines: int | None = None) -> str | None:
     """The file's text (its first `max_lines` lines), None when there is no such file."""
     jvm = spark.sparkContext._jvm
-    p, fs = _fs(spark, path)
+    p, fs = hadoop_path(spark, path)
     if not fs.exists(p):
         return None
     stream = fs.open(p)
@@ -35,10 +37,15 @@ def read_text(spark, path: str, max_lines: int | None = None) -> str | None:
 
 
 def write_text(spark, path: str, text: str) -> None:
+    """The file written whole in UTF-8 (replacing one that is there)."""
+    write_bytes(spark, path, text.encode("utf-8"))
+
+
+def write_bytes(spark, path: str, data: bytes) -> None:
     """The file written whole (replacing one that is there)."""
-    p, fs = _fs(spark, path)
+    p, fs = hadoop_path(spark, path)
     stream = fs.create(p, True)
     try:
-        stream.write(bytearray(text.encode("utf-8")))
+        stream.write(bytearray(data))
     finally:
         stream.close()

@@ -6,6 +6,8 @@ import re
 import sys
 from pathlib import Path
 
+from streaming.checkpoint_files import hadoop_path
+
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 # Each micro-batch commits every state partition. With changelog checkpointing a commit writes the
 # changed keys; without it, a RocksDB snapshot is uploaded every time (measured on local[2], 8
@@ -167,11 +169,10 @@ def use_local_checkpoint_manager(spark, checkpoint_location: str) -> None:
 
 
 def local_file_system(spark):
-    """The JVM's Hadoop file system for `file:` paths: the instance every local path of this
-    process uses (Hadoop caches one per scheme and user). Whatever class `fs.file.impl` names:
-    one without checksums ignores `setWriteChecksum`."""
-    jvm = spark.sparkContext._jvm
-    return jvm.org.apache.hadoop.fs.Path("file:///").getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    """The JVM's Hadoop file system for `file:` paths, the one instance every local path of this
+    process uses. Whatever class `fs.file.impl` names: one without checksums ignores
+    `setWriteChecksum`."""
+    return hadoop_path(spark, "file:///")[1]
 
 
 def skip_local_checksums(spark) -> None:

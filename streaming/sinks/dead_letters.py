@@ -15,6 +15,9 @@ import os
 import re
 from pathlib import Path
 
+from streaming.checkpoint_files import write_bytes
+from streaming.spark_session import is_local_path, skip_local_checksums
+
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
@@ -50,12 +53,6 @@ def _write_local(target: Path, data: bytes) -> None:
 
 
 def _write_hadoop(spark, target: str, data: bytes) -> None:
-    jvm = spark.sparkContext._jvm
-    path = jvm.org.apache.hadoop.fs.Path(target)
-    fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-    fs.setWriteChecksum(False)  # no .crc files next to the lines on a local file system
-    out = fs.create(path, True)  # overwrite: a replayed batch replaces its own file
-    try:
-        out.write(bytearray(data))
-    finally:
-        out.close()
+    if is_local_path(target):
+        skip_local_checksums(spark)  # no .crc files next to the lines
+    write_bytes(spark, target, data)  # overwrite: a replayed batch replaces its own file
