@@ -114,7 +114,7 @@ def reduce_fetches(records: list[dict[str, Any]], tick_ms: int) -> list[dict[str
     gaps' measures set)."""
     out: list[dict[str, Any] | None] = []
     runs: dict[tuple, _Run] = {}
-    carried: list[_Run] = []  # runs with a kept last record (it stands for dropped ones past two fetches)
+    carried: list[_Run] = []  # runs with a kept last record (copied with FETCHES when it stands for two gaps or more)
     previous: dict[tuple, int] = {}  # each replica's previous valid fetch (its stamp) in this batch
     leader = epoch = newest = None
     hw_max, hw_at = -1, None  # the highest high watermark of the leaders' fetches so far, and when it came
