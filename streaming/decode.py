@@ -183,11 +183,14 @@ def _event_columns() -> list[Column]:
     return columns
 
 
-def _raw_record_json() -> Column:
-    """A record not accepted on the fast path, as the health processor receives it: its bytes
-    and where it was in Kafka (`streaming.health.raw_records` reads it)."""
+def _raw_record_json(quorum: list[Column]) -> Column:
+    """A record not accepted on the fast path, as the health processor receives it: the quorum
+    key it is routed under (`quorum`, never null), its bytes and where it was in Kafka
+    (`streaming.health.raw_records` reads it)."""
+    from streaming.health.schema import KEY_COLUMNS
+    key = F.struct(*[k.alias(name) for k, name in zip(quorum, KEY_COLUMNS)]).alias("_quorum")
     # binary columns: to_json writes them in base64 (unlike `base64()`, without line breaks)
-    return F.to_json(F.struct(F.col("value").alias("_raw"), F.col("key").alias("_key"),
+    return F.to_json(F.struct(key, F.col("value").alias("_raw"), F.col("key").alias("_key"),
                               F.col("topic").alias("_topic"), F.col("partition").alias("_kafka_partition"),
                               F.col("offset").alias("_offset"), F.unix_millis("timestamp").alias("_timestamp_ms")),
                      {"ignoreNullFields": "true"})
@@ -212,13 +215,13 @@ def route_records(max_future_ms: int = events.DEFAULT_MAX_FUTURE_MS,
         # a record Spark could not read a quorum key from has none: the processor's reserved key
         key = [F.col(f"{RECORD}.{name}") for name in KEY_COLUMNS]
         readable = key[0].isNotNull() & (key[0] != "") & key[1].isNotNull() & key[2].isNotNull()
-        routed = [F.when(accepted | readable, k).otherwise(F.lit(reserved)).alias(name)
-                  for k, name, reserved in zip(key, KEY_COLUMNS, DEAD_LETTER_KEY)]
+        quorum = [F.when(accepted | readable, k).otherwise(F.lit(reserved)) for k, reserved in zip(key, DEAD_LETTER_KEY)]
         # The event time, for the job's input delay: of every record with a quorum key whose
         # stamp is not from the future (the raw ones too, or a job fed by collectors alone would
         # report none; a raw record may still be refused, for another field).
         time_ms = F.col(f"{RECORD}.time_ms")
         plausible = (accepted | readable) & (time_ms <= F.col(CHECKED_AT) + int(max_future_ms))
-        return checked.select(*routed, F.when(accepted, packed).otherwise(_raw_record_json()).alias(RECORD_JSON),
+        return checked.select(*[k.alias(name) for k, name in zip(quorum, KEY_COLUMNS)],
+                              F.when(accepted, packed).otherwise(_raw_record_json(quorum)).alias(RECORD_JSON),
                               accepted.alias(ACCEPTED), F.when(plausible, time_ms).alias(TIME_MS))
     return transform

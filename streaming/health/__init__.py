@@ -79,10 +79,10 @@ def build_health_stream(events_df, health_cfg: HealthConfig, api: str | None = N
     from .processor import HEALTH_API, QuorumHealthPandasProcessor, QuorumHealthRowProcessor
     packed_records = packed_input(events_df)
     if buckets > 0:
-        from .buckets import (BUCKET_COLUMN, BUCKETED_HEALTH_API, BucketedHealthPandasProcessor,
+        from .buckets import (BUCKET_COLUMN, BUCKET_INPUT, BUCKETED_HEALTH_API, BucketedHealthPandasProcessor,
                               BucketedHealthProcessor, bucket_column)
         api = api or BUCKETED_HEALTH_API
-        grouped = packed_records.select("*", bucket_column(buckets)).groupBy(BUCKET_COLUMN)
+        grouped = packed_records.select(bucket_column(buckets), *BUCKET_INPUT).groupBy(BUCKET_COLUMN)
         flavours = {"pandas": BucketedHealthPandasProcessor, "row": BucketedHealthProcessor}
     else:
         api = api or HEALTH_API

@@ -34,11 +34,15 @@ from pyspark.sql.streaming import StatefulProcessorHandle
 
 from . import codec
 from .processor import (STATE_SCHEMA, QuorumHealthPandasProcessor, QuorumHealthRowProcessor, _QuorumHealthLogic,
-                        chunks, dead_letter_rows, freeze_worker_heap, is_dead_letter_key, records_of)
+                        dead_letter_rows, freeze_worker_heap, is_dead_letter_key, records_by_quorum)
 from .schema import KEY_COLUMNS, RECORD_JSON
 from .tracker import new_state
 
 BUCKET_COLUMN = "_bucket"
+# What a bucket's input rows carry besides their bucket: the packed record alone. Its quorum's
+# key is in it (a raw record's as `_quorum`), and each column more costs PySpark's pandas input
+# path about 0.3 us a record (measured: 1.5 us a record for two columns, 2.5 for five).
+BUCKET_INPUT = [RECORD_JSON]
 BUCKET_STATE = "bucket"
 # Measured with benchmarks/streaming_throughput.py, 200 quorums in 16 buckets on local[2], one
 # run each in the same half hour: at 16,860 events/s the health state took 405 ms a batch (its
@@ -120,15 +124,11 @@ class _BucketLogic(_QuorumHealthLogic):
 
 
 class BucketedHealthProcessor(QuorumHealthRowProcessor):
-    """For transformWithState grouped by `BUCKET_COLUMN`: input rows carry their quorum's key
-    columns and packed record; output rows are the health rows, as `QuorumHealthRowProcessor`'s."""
+    """For transformWithState grouped by `BUCKET_COLUMN`: input rows carry the packed record
+    alone (`BUCKET_INPUT`; each record's quorum is in it); output rows are the health rows, as
+    `QuorumHealthRowProcessor`'s."""
 
     logic_class = _BucketLogic
-
-    @staticmethod
-    def _keyed_texts(rows) -> Iterator[list[tuple[tuple, str]]]:
-        """(quorum key, packed record) of the input, a bounded chunk at a time."""
-        return chunks(((r["cluster_id"], r["topic"], r["partition"]), r[RECORD_JSON]) for r in rows)
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[Any]:
         proc_ms = timerValues.getCurrentProcessingTimeInMs()
@@ -137,15 +137,10 @@ class BucketedHealthProcessor(QuorumHealthRowProcessor):
         trackers: dict[tuple, Any] = {}
         rejects: dict[tuple, list[tuple[str, str]]] = {}
         # a bounded chunk at a time, so a backlog is never held whole (see processor.on_input)
-        for chunk in self._keyed_texts(rows):
-            texts: dict[tuple, list[str]] = {}
-            for quorum, text in chunk:
-                texts.setdefault(quorum, []).append(text)
-            for quorum, its_texts in texts.items():
-                records = records_of(its_texts, quorum, logic.wall_clock_ms, self.max_future_ms,
-                                     rejects.setdefault(quorum, []))
-                # a quorum that sent only rejects, and the key of records with no quorum, get no state
-                if records and not is_dead_letter_key(quorum):
+        for texts in self._texts(rows):
+            for quorum, records in records_by_quorum(texts, logic.wall_clock_ms, self.max_future_ms, rejects).items():
+                # the key of records with no quorum gets no state (only rejects come under it)
+                if not is_dead_letter_key(quorum):
                     if quorum not in trackers:
                         trackers[quorum] = logic.open_input(quorum)
                     trackers[quorum].apply_all(records)
@@ -170,11 +165,5 @@ class BucketedHealthPandasProcessor(BucketedHealthProcessor):
     """For transformWithStateInPandas grouped by `BUCKET_COLUMN`: the same, with input and
     output as pandas DataFrames (`QuorumHealthPandasProcessor`'s)."""
 
+    _texts = staticmethod(QuorumHealthPandasProcessor._texts)
     _emit = staticmethod(QuorumHealthPandasProcessor._emit)
-
-    @staticmethod
-    def _keyed_texts(frames) -> Iterator[list[tuple[tuple, str]]]:
-        for pdf in frames:
-            # column by column: a Python object per cell, made in bulk
-            yield from chunks(zip(zip(pdf["cluster_id"].tolist(), pdf["topic"].tolist(), pdf["partition"].tolist()),
-                                  pdf[RECORD_JSON].tolist()))

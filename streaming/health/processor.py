@@ -207,7 +207,7 @@ class _QuorumHealthProcessor(StatefulProcessor):
     def handleInputRows(self, key, rows, timerValues) -> Iterator[Any]:
         key = _quorum_key(key)
         rejects: list[tuple[str, str]] = []
-        chunks = self._records(key, rows, rejects)
+        chunks = self._records(rows, rejects)
         if is_dead_letter_key(key):  # no quorum: only rejects come here, and no state is kept
             for _ in chunks:
                 pass
@@ -223,11 +223,11 @@ class _QuorumHealthProcessor(StatefulProcessor):
             yield from self._emit(out)
         yield from self._emit(dead_letter_rows(key, rejects))
 
-    def _records(self, key: tuple, rows, rejects: list[tuple[str, str]]) -> Iterator[list[dict[str, Any]]]:
+    def _records(self, rows, rejects: list[tuple[str, str]]) -> Iterator[list[dict[str, Any]]]:
         """The key's records for the tracker, a bounded list at a time; those Spark's fast path
         did not accept are decided here (`raw_records`), their rejects appended to `rejects`."""
         for texts in self._texts(rows):
-            yield records_of(texts, key, self.logic.wall_clock_ms, self.max_future_ms, rejects)
+            yield records_of(texts, self.logic.wall_clock_ms, self.max_future_ms, rejects)
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[Any]:
         out = self.logic.on_timer(key, timerValues.getCurrentProcessingTimeInMs())
@@ -238,21 +238,34 @@ class _QuorumHealthProcessor(StatefulProcessor):
         pass
 
 
-def records_of(texts: Iterable[str], key: tuple, wall_clock_ms: Callable[[], int], max_future_ms: int,
-               rejects: list[tuple[str, str]]) -> list[dict[str, Any]]:
-    """One quorum's packed records as the tracker takes them; those Spark's fast path did not
-    accept are decided here (`raw_records`), their rejects appended to `rejects`."""
-    records = []
+def records_by_quorum(texts: Iterable[str], wall_clock_ms: Callable[[], int], max_future_ms: int,
+                      rejects: dict[tuple, list[tuple[str, str]]]) -> dict[tuple, list[dict[str, Any]]]:
+    """Packed records as the tracker takes them, under their quorum's key (a packed record's own;
+    a raw one's as Spark read it, `raw_records`, which decides it here). Rejects are appended to
+    `rejects` under their key."""
+    records: dict[tuple, list[dict[str, Any]]] = {}
     for t in texts:
         if not is_raw(t):
-            records.append(unpack_record(t))
+            record = unpack_record(t)
+            records.setdefault((record["cluster_id"], record["topic"], record["partition"]), []).append(record)
             continue
-        record, reject = decide(t, key, wall_clock_ms(), max_future_ms)
+        key, record, reject = decide(t, wall_clock_ms(), max_future_ms)
         if record is not None:
-            records.append(record)
+            records.setdefault(key, []).append(record)
         else:
-            rejects.append(reject)
+            rejects.setdefault(key, []).append(reject)
     return records
+
+
+def records_of(texts: Iterable[str], wall_clock_ms: Callable[[], int], max_future_ms: int,
+               rejects: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """One quorum's packed records as the tracker takes them (`records_by_quorum`), its rejects
+    appended to `rejects`."""
+    rejected: dict[tuple, list[tuple[str, str]]] = {}
+    records = records_by_quorum(texts, wall_clock_ms, max_future_ms, rejected)
+    for its_rejects in rejected.values():
+        rejects += its_rejects
+    return [record for its_records in records.values() for record in its_records]
 
 
 def dead_letter_rows(key: tuple, rejects: list[tuple[str, str]]) -> list[dict[str, Any]]:

@@ -1,8 +1,10 @@
 """Records the job's fast path in Spark did not accept, decided by the event contract itself.
 
-They reach the health processor as `{"_raw": <base64 bytes>, "_key": ..., "_topic": ...,
-"_kafka_partition": ..., "_offset": ..., "_timestamp_ms": ...}` (see `streaming.decode`), under
-the quorum key Spark could read from them. `quorum.events.decode` decides: a valid record
+They reach the health processor as `{"_quorum": {"cluster_id": ..., "topic": ..., "partition":
+...}, "_raw": <base64 bytes>, "_key": ..., "_topic": ..., "_kafka_partition": ..., "_offset": ...,
+"_timestamp_ms": ...}` (see `streaming.decode`): `_quorum` is the quorum key Spark could read
+from them (never null: the reserved key when none), the others are left out when null (a
+tombstone has no `_raw`). `quorum.events.decode` decides: a valid record
 becomes the same dict an accepted one unpacks to, and is folded in with the others in Kafka
 order; a reject becomes its dead-letter line (reason, field, record type, the raw bytes in
 base64, the Kafka position, times in ISO 8601 UTC), with the decoder's own reason and field.
@@ -20,7 +22,7 @@ from quorum import events
 
 from .schema import INPUT_COLUMNS
 
-RAW_PREFIX = '{"_raw"'  # how the processor tells a raw record from a packed one
+RAW_PREFIX = '{"_quorum"'  # how the processor tells a raw record from a packed one (whose first field is `type`)
 _INPUT = frozenset(INPUT_COLUMNS)
 _EMPTY = dict.fromkeys(INPUT_COLUMNS)
 
@@ -76,14 +78,17 @@ def as_input(record: events.Record, kafka_partition: int, offset: int) -> dict[s
     return out
 
 
-def decide(text: str, key: tuple, now_ms: int, max_future_ms: int) -> tuple[dict[str, Any] | None, tuple | None]:
-    """(the record for the tracker, None) when valid under `key`; else (None, (reason, line))."""
+def decide(text: str, now_ms: int, max_future_ms: int) -> tuple[tuple, dict[str, Any] | None, tuple | None]:
+    """(the quorum key Spark read, the record for the tracker, None) when valid under that key;
+    else (the key, None, (reason, line))."""
     wrapper = json.loads(text)
+    quorum = wrapper["_quorum"]
+    key = (quorum["cluster_id"], quorum["topic"], quorum["partition"])
     raw = base64.b64decode(wrapper["_raw"]) if wrapper.get("_raw") is not None else b""
     try:
         record = events.decode(raw, now_ms, max_future_ms)
     except events.ContractError as e:
-        return None, (e.code, dead_letter_line(wrapper, raw, e.code, _field(e), now_ms))
-    if (record.cluster_id, record.topic, record.partition) != tuple(key):
-        return None, ("inconsistent", dead_letter_line(wrapper, raw, "inconsistent", "record", now_ms))
-    return as_input(record, wrapper["_kafka_partition"], wrapper["_offset"]), None
+        return key, None, (e.code, dead_letter_line(wrapper, raw, e.code, _field(e), now_ms))
+    if (record.cluster_id, record.topic, record.partition) != key:
+        return key, None, ("inconsistent", dead_letter_line(wrapper, raw, "inconsistent", "record", now_ms))
+    return key, as_input(record, wrapper["_kafka_partition"], wrapper["_offset"]), None

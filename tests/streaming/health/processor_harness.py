@@ -11,7 +11,8 @@ from pyspark.sql import Row
 from pyspark.sql.streaming.tws_tester import TwsTester
 
 from quorum.events import DEFAULT_MAX_FUTURE_MS
-from streaming.health.buckets import BUCKET_STATE, BucketedHealthPandasProcessor, BucketedHealthProcessor, quorum_name
+from streaming.health.buckets import (BUCKET_INPUT, BUCKET_STATE, BucketedHealthPandasProcessor, BucketedHealthProcessor,
+                                     quorum_name)
 from streaming.health.config import HealthConfig
 from streaming.health.processor import QuorumHealthPandasProcessor, QuorumHealthRowProcessor
 from streaming.health.schema import (HEALTH_COLUMNS, HEALTH_JSON, INPUT_COLUMNS, KEY_COLUMNS, PACKED_COLUMNS,
@@ -54,8 +55,10 @@ class Harness:
         Kafka position, for the processor to decide."""
         texts = []
         for value in values:
-            texts.append(json.dumps({"_raw": base64.b64encode(value).decode() if value is not None else None,
-                                     "_key": "aw==", "_topic": "events", "_kafka_partition": 0,
+            wrapper = {"_quorum": dict(zip(KEY_COLUMNS, key))}
+            if value is not None:  # Spark's to_json leaves a null out
+                wrapper["_raw"] = base64.b64encode(value).decode()
+            texts.append(json.dumps({**wrapper, "_key": "aw==", "_topic": "events", "_kafka_partition": 0,
                                      "_offset": self.offset, "_timestamp_ms": 1_000}))
             self.offset += 1
         return self.feed_texts(key, texts)
@@ -80,8 +83,10 @@ class Harness:
         return self._test(BUCKET if self.api in BUCKETED else key, packed)
 
     def _test(self, key: tuple, packed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        columns = BUCKET_INPUT if self.api in BUCKETED else PACKED_COLUMNS  # as build_health_stream sends them
+        packed = [{c: r[c] for c in columns} for r in packed]
         if self.api in ("pandas", "bucket-pandas"):
-            return self._rows(self.tester.testInPandas(key, pd.DataFrame(packed, columns=PACKED_COLUMNS)))
+            return self._rows(self.tester.testInPandas(key, pd.DataFrame(packed, columns=columns)))
         return self._rows(self.tester.test(key, [Row(**r) for r in packed]))
 
     def stored(self, key: tuple) -> dict[str, Any] | None:

@@ -197,8 +197,8 @@ def test_the_rest_is_routed_to_its_quorum_and_decided_by_the_contract(spark):
     for offset, (raw, row) in enumerate(zip(values, routed(spark, values))):
         if row._accepted:
             continue
-        key = (row.cluster_id, row.topic, row.partition)
-        record, reject = raw_records.decide(row.record_json, key, NOW_MS, events.DEFAULT_MAX_FUTURE_MS)
+        quorum, record, reject = raw_records.decide(row.record_json, NOW_MS, events.DEFAULT_MAX_FUTURE_MS)
+        assert quorum == (row.cluster_id, row.topic, row.partition), raw
         expected = contract_answer(raw)
         if expected is None:  # valid: under its own quorum's key, as the tracker reads it
             assert record == raw_records.as_input(events.decode(raw), 0, offset), raw
@@ -216,8 +216,8 @@ def test_a_string_that_reads_like_another_kind_is_decided_by_the_contract(spark)
     rows = routed(spark, values)
     assert not [row for row in rows if row._accepted]
     for offset, (raw, row) in enumerate(zip(values, rows)):
-        key = (row.cluster_id, row.topic, row.partition)
-        record, reject = raw_records.decide(row.record_json, key, NOW_MS, events.DEFAULT_MAX_FUTURE_MS)
+        quorum, record, reject = raw_records.decide(row.record_json, NOW_MS, events.DEFAULT_MAX_FUTURE_MS)
+        assert quorum == (row.cluster_id, row.topic, row.partition), raw
         assert reject is None and record == raw_records.as_input(events.decode(raw), 0, offset), raw
     # and the strings that merely begin like one are taken on the fast path
     names = ["7up", "4L6g3nShT-eMCtK--X86sw", "true-north", "e5", "-prod"]
@@ -229,8 +229,13 @@ def test_a_record_spark_cannot_read_a_key_from_goes_to_the_reserved_key(spark):
     utf16 = json.dumps(events.to_dict(FETCH)).encode("utf-16")  # Python's JSON reader takes it
     rows = routed(spark, [b"garbage", None, b'{"type":"fetch","cluster_id":""}', utf16])
     assert [(r.cluster_id, r.topic, r.partition) for r in rows] == [DEAD_LETTER_KEY] * 4
+    # each rides raw under that key, a tombstone (no value) too, and is decided by the contract
+    answers = [raw_records.decide(r.record_json, NOW_MS, 1000) for r in rows]
+    assert all(raw_records.is_raw(r.record_json) for r in rows)
+    assert [quorum for quorum, _, _ in answers] == [DEAD_LETTER_KEY] * 4
+    assert answers[1][2][0] == contract_answer(None)[0]
     # valid to the contract, but not under its own key: a reject, never folded in elsewhere
-    record, (reason, line) = raw_records.decide(rows[3].record_json, DEAD_LETTER_KEY, NOW_MS, 1000)
+    _, record, (reason, line) = answers[3]
     assert record is None and reason == "inconsistent" and json.loads(line)["field"] == "record"
 
 
@@ -241,8 +246,8 @@ def test_what_spark_reads_differently_is_decided_by_the_contract(spark):
     values = [fetch + b" x", fetch + b"," + fetch, fetch.replace(b'"cluster_id":"c1"', b'"cluster_id":"c1","cluster_id":5')]
     rows = routed(spark, values)
     assert [r._accepted for r in rows] == [False, False, False]
-    answers = [raw_records.decide(r.record_json, (r.cluster_id, r.topic, r.partition), NOW_MS, 1000) for r in rows]
-    assert [a[1][0] if a[1] else None for a in answers] == ["invalid_json", "invalid_json", "wrong_type"]
+    answers = [raw_records.decide(r.record_json, NOW_MS, 1000) for r in rows]
+    assert [a[2][0] if a[2] else None for a in answers] == ["invalid_json", "invalid_json", "wrong_type"]
 
 
 def test_a_dead_letter_line_is_what_sparks_json_writer_writes_for_it(spark, tmp_path):
@@ -250,7 +255,7 @@ def test_a_dead_letter_line_is_what_sparks_json_writer_writes_for_it(spark, tmp_
     # fields, raw bytes and key in base64, times in ISO 8601 (UTC), null fields left out.
     values = [events.encode(FETCH)[:-7], b'{"type":"vote","version":1}', None]
     rows = routed(spark, values)
-    lines = [raw_records.decide(r.record_json, (r.cluster_id, r.topic, r.partition), NOW_MS, 1000)[1][1] for r in rows]
+    lines = [raw_records.decide(r.record_json, NOW_MS, 1000)[2][1] for r in rows]
     expected_rows = []
     for offset, (raw, line) in enumerate(zip(values, lines)):
         code, field = contract_answer(raw)
