@@ -73,7 +73,7 @@ def transitions_to(writer, cluster: str, replica: int, status: str) -> list[dict
             and e["replica_id"] == replica and e["status"] == status]
 
 
-def garbage(now_ms: int) -> list[tuple[bytes, str]]:
+def garbage(now_ms: int) -> list[tuple[bytes | None, str]]:
     """Bad records and the reason each must be dead-lettered with."""
     good = events.Fetch("cluster-0", "__cluster_metadata", 0, now_ms, 1, 1, 2, "voter", 5, 1, 5, 5, "valid")
     raw = events.encode(good)
@@ -81,7 +81,8 @@ def garbage(now_ms: int) -> list[tuple[bytes, str]]:
             (raw.replace(b'"fetch_offset":5', b'"fetch_offset":"5"'), "wrong_type"),
             (b'{"type":"vote_request","version":1}', "unknown_type"),
             (raw.replace(b'"fetch_offset":5', b'"fetch_offset":-5'), "out_of_range"),
-            (raw.replace(str(now_ms).encode(), str(now_ms + 3_600_000).encode()), "future_timestamp")]
+            (raw.replace(str(now_ms).encode(), str(now_ms + 3_600_000).encode()), "future_timestamp"),
+            (None, "invalid_json")]  # a tombstone: no value at all
 
 
 def test_faults_flagged_and_cleared_garbage_dead_lettered_restart_keeps_state_and_reads_once(
