@@ -152,6 +152,8 @@ def test_faults_flagged_and_cleared_garbage_dead_lettered_restart_keeps_state_an
     # each batch read exactly the records of its range in the offset log
     assert {n: records_in_range(checkpoint, n) for n in reads} == reads
     assert state_operators(checkpoint) == {PANDAS_PROCESSOR}  # a new checkpoint's health state, both runs
+    # a local checkpoint is written without Hadoop's checksum files (spark_session.skip_local_checksums)
+    assert not list((tmp_path / "checkpoint").rglob("*.crc"))
     # State survived the restart: the second run clears the flags the first run raised (a lost
     # state would start from `unknown`), and counters continue instead of starting over.
     assert transitions_to(writer2, "cluster-0", 2, "caught_up")[0]["previous_status"] == "unreachable"
