@@ -185,10 +185,9 @@ def _event_columns() -> list[Column]:
 
 def _raw_record_json(quorum: list[Column]) -> Column:
     """A record not accepted on the fast path, as the health processor receives it: the quorum
-    key it is routed under (`quorum`, never null), its bytes and where it was in Kafka
-    (`streaming.health.raw_records` reads it)."""
-    from streaming.health.schema import KEY_COLUMNS
-    key = F.struct(*[k.alias(name) for k, name in zip(quorum, KEY_COLUMNS)]).alias("_quorum")
+    key it is routed under (`quorum`, its named key columns, never null), its bytes and where it
+    was in Kafka (`streaming.health.raw_records` reads it)."""
+    key = F.struct(*quorum).alias("_quorum")
     # binary columns: to_json writes them in base64 (unlike `base64()`, without line breaks)
     return F.to_json(F.struct(key, F.col("value").alias("_raw"), F.col("key").alias("_key"),
                               F.col("topic").alias("_topic"), F.col("partition").alias("_kafka_partition"),
@@ -221,7 +220,8 @@ def route_records(max_future_ms: int = events.DEFAULT_MAX_FUTURE_MS,
         # report none; a raw record may still be refused, for another field).
         time_ms = F.col(f"{RECORD}.time_ms")
         plausible = (accepted | readable) & (time_ms <= F.col(CHECKED_AT) + int(max_future_ms))
-        return checked.select(*[k.alias(name) for k, name in zip(quorum, KEY_COLUMNS)],
-                              F.when(accepted, packed).otherwise(_raw_record_json(quorum)).alias(RECORD_JSON),
+        routed = [k.alias(name) for k, name in zip(quorum, KEY_COLUMNS)]
+        return checked.select(*routed,
+                              F.when(accepted, packed).otherwise(_raw_record_json(routed)).alias(RECORD_JSON),
                               accepted.alias(ACCEPTED), F.when(plausible, time_ms).alias(TIME_MS))
     return transform
