@@ -29,7 +29,10 @@ process of its own (`paced_load.py`), stamped with the wall clock: a live input,
   6. `--ceiling`: the same live steps on `local[2]` for the source alone, the source with Spark's
      typed JSON parse alone, and the source with the job's decoding, each into Spark's `noop`
      sink with the job's trigger: rates no health design can pass while it reads through this
-     source and decodes in Spark on this machine.
+     source and decodes in Spark on this machine. `summary` adds a summary of each micro-batch
+     in the JVM (a batch `groupBy` in `foreachBatch`: each replica's accepted fetches of a tick
+     become their first and last record), the first query of a design that would hand the
+     health state a row per replica and tick; it prints the rows out per record in.
 The last line is the summary ("below N events/s" when even the first step was not sustained;
 detection and memory are then the first step's):
   sustained: N events/s for S s (local[2]), R x the raw read of M events/s in the same run;
@@ -60,7 +63,11 @@ DEFAULT_TRIGGER_MS = 1000  # the job's own trigger and health tick; `--trigger-m
 JIT_THREADS = ("C1 CompilerThre", "C2 CompilerThre")  # HotSpot's compiler threads (names cut at 15)
 CUT_OFF_REPLICA = 2
 # the job's input stages `--ceiling` measures alone, and how its summary names them
-CEILING_STAGES = {"source": "the source alone", "parse": "source + Spark's JSON parse", "decode": "source + decode"}
+CEILING_STAGES = {"source": "the source alone", "parse": "source + Spark's JSON parse", "decode": "source + decode",
+                  "summary": "source + decode + a summary per replica and tick"}
+DEFAULT_CEILING_STAGES = ("source", "parse", "decode")  # `--ceiling` with no stage named
+# What `summary` groups a batch's accepted fetches by, besides the quorum and the tick
+SUMMARY_FIELDS = ("type", "leader_id", "leader_epoch", "replica_id", "replica_role")
 # and those `--idle-floors` can measure: the job without its outputs too
 IDLE_STAGES = {**CEILING_STAGES, "health": "source + decode + health state"}
 
@@ -172,6 +179,7 @@ class Step:
     peak_rss: int = 0
     measured_s: float = 0.0  # the judged window: from the warm-up's end to the load's end
     detection_s: float | None = None
+    rows_out: int = 0  # the `summary` stage: rows its batches wrote
     failures: list[str] = field(default_factory=list)
 
     @property
@@ -181,6 +189,41 @@ class Step:
     @property
     def sustained(self) -> bool:
         return not self.failures
+
+
+def summary_of(batch_df, tick_ms: int = DEFAULT_TRIGGER_MS):
+    """A micro-batch of routed records (`route_records` carrying `SUMMARY_FIELDS`) summarised in
+    the JVM as the first query of two would hand the second its health state's input (the shape
+    of the designs that keep Python to a row per replica and tick): the accepted fetches of one
+    quorum, leader, epoch, replica and tick become their first and last record (by stamp; one row
+    when there is one fetch), every other record passes as it is. Columns: the quorum key and
+    `record_json`."""
+    from pyspark.sql import functions as F
+
+    from streaming.decode import ACCEPTED, TIME_MS
+    from streaming.health.schema import KEY_COLUMNS, RECORD_JSON
+    fetch = F.col(ACCEPTED) & (F.col("type") == "fetch")
+    group = [*KEY_COLUMNS, *SUMMARY_FIELDS[1:], F.floor(F.col(TIME_MS) / tick_ms).alias("_tick")]
+    ends = (batch_df.where(fetch).groupBy(*group)
+            .agg(F.min_by(RECORD_JSON, TIME_MS).alias("first"), F.max_by(RECORD_JSON, TIME_MS).alias("last"),
+                 F.count(F.lit(1)).alias("fetches"))
+            .select(*KEY_COLUMNS, F.explode(F.when(F.col("fetches") > 1, F.array("first", "last"))
+                                            .otherwise(F.array("first"))).alias(RECORD_JSON)))
+    return ends.unionByName(batch_df.where(~fetch).select(*KEY_COLUMNS, RECORD_JSON))
+
+
+def summarise_batch(rows_out: list[int]):
+    """The `summary` stage's batch writer: `summary_of` each micro-batch into `noop`, its rows
+    appended to `rows_out`."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    def write(batch_df, batch_id: int) -> None:
+        observation = Observation("summary")
+        summary_of(batch_df).observe(observation, F.count(F.lit(1)).alias("rows")).write.format("noop").mode(
+            "append").save()
+        rows_out.append(int(observation.get["rows"]))
+    return write
 
 
 def trigger_settings(trigger_ms: int) -> dict:
@@ -200,6 +243,7 @@ class Bench:
         self.args, self.tmp, self.broker, self.pushgateway = args, tmp, broker, pushgateway
         self.trigger_ms = args.trigger_ms  # the run's trigger: steps are judged against it
         self.runs = 0
+        self.summary_rows: list[int] = []  # rows out of each batch of the `summary` stage
 
     def job_config(self, topic: str):
         from streaming.config import JobConfig
@@ -261,7 +305,9 @@ class Bench:
         source = {"bootstrap_servers": self.broker.bootstrap, "topic": topic, "starting_offsets": "earliest",
                   "max_offsets_per_trigger": None}
         raw = open_stream(spark, source_options(JobConfig.from_dict({"source": source})))
-        if stage in ("decode", "health"):
+        if stage == "summary":
+            observed = observe_input(raw.transform(route_records(carry=SUMMARY_FIELDS)))
+        elif stage in ("decode", "health"):
             observed = observe_input(raw.transform(route_records()))
             if stage == "health":
                 from streaming.health import build_health_stream
@@ -284,8 +330,9 @@ class Bench:
         recorder = batch_recorder(spark, name, batches)
         checkpoint = str(self.tmp / f"run-{self.runs}" / "checkpoint")
         use_local_checkpoint_manager(spark, checkpoint)  # as the job does
-        query = (observed.writeStream.queryName(name).format("noop").outputMode("update")
-                 .option("checkpointLocation", checkpoint)
+        writer = observed.writeStream.queryName(name).outputMode("update")
+        writer = writer.foreachBatch(summarise_batch(self.summary_rows)) if stage == "summary" else writer.format("noop")
+        query = (writer.option("checkpointLocation", checkpoint)
                  .trigger(processingTime=f"{self.trigger_ms} milliseconds").start())
         return query, batches, recorder
 
@@ -307,6 +354,7 @@ class Bench:
         from quorum.synthetic import Fault
         a = self.args
         step = Step(master, rate, stage)
+        self.summary_rows.clear()
         topic = self.broker.create_topic(f"bench-{stage}-{master[6]}-{int(rate)}", a.partitions)
         if stage == "job":
             cfg, job, step.batches, transitions, recorder = self.start(spark, topic)
@@ -341,6 +389,7 @@ class Bench:
             stop_after_input(query.stop, lambda: sum(b.records for b in step.batches), step.load.records,
                              self.trigger_ms)
         recorder.remove()
+        step.rows_out = sum(self.summary_rows)
         step.window = window = [b for b in step.batches
                                 if measured_from <= b.wall_s <= measured_to + self.trigger_ms / 1000]
         slow = [b for b in window if b.duration_ms > self.trigger_ms]
@@ -415,6 +464,9 @@ def print_step(s: Step) -> None:
     delays = [b.delay_ms for b in s.window if b.delay_ms is not None] or [0]
     if s.stage != "job":  # an input stage alone: no health state, nothing to detect
         detection, state_part = "n/a", ""
+        if s.stage == "summary":
+            records = sum(b.records for b in s.batches)
+            state_part = f"{s.rows_out / max(records, 1):.3f} rows out a record in, "
     else:
         detection = f"{s.detection_s:.1f} s" if s.detection_s is not None else "not flagged"
         state = sorted(b.state_ms for b in s.window) or [0]
@@ -525,7 +577,7 @@ def main() -> None:
     ap.add_argument("--drain-seconds", type=int, default=60, help="synthetic seconds in the drain backlog")
     ap.add_argument("--ceiling", nargs="*", choices=CEILING_STAGES, metavar="STAGE",
                     help=f"also the live steps of the job's input stages on local[2]: {', '.join(CEILING_STAGES)} "
-                         "(all three when none is named)")
+                         "(source, parse and decode when none is named)")
     ap.add_argument("--ceiling-start-rate", type=float, default=None,
                     help="events/s of the input stages' first step (default: --start-rate)")
     ap.add_argument("--spark-conf", nargs="*", default=[], metavar="KEY=VALUE", help="extra Spark settings")
@@ -590,7 +642,7 @@ def main() -> None:
                 if args.drain and master == "local[2]":
                     drain_stages(spark, broker, args, tmp, raw)
                 if args.ceiling is not None and master == "local[2]":
-                    for stage in args.ceiling or CEILING_STAGES:
+                    for stage in args.ceiling or DEFAULT_CEILING_STAGES:
                         ceiling[stage] = step_up(bench, spark, master, stage)
                 runs[master] = step_up(bench, spark, master)
                 spark.stop()

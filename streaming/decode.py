@@ -196,11 +196,13 @@ def _raw_record_json(quorum: list[Column]) -> Column:
 
 
 def route_records(max_future_ms: int = events.DEFAULT_MAX_FUTURE_MS,
-                  now: Column | None = None) -> Callable[[DataFrame], DataFrame]:
+                  now: Column | None = None, carry: tuple[str, ...] = ()) -> Callable[[DataFrame], DataFrame]:
     """Kafka rows (`value`, `key`, `topic`, `partition`, `offset`, `timestamp`) -> the health
     processor's input: the quorum key, `record_json` (packed when accepted, raw otherwise),
     `_accepted` and `_time_ms` (the record's event time; null when unreadable or too far ahead).
-    `now` is the processing clock (default: the wall clock when the record is checked)."""
+    `now` is the processing clock (default: the wall clock when the record is checked). `carry`:
+    fields of an accepted record to add as columns of their own (null for the others), for a
+    stage that groups records by them."""
     from streaming.health.schema import DEAD_LETTER_KEY, KEY_COLUMNS, RECORD_JSON
     now_ms = F.unix_millis(now) if now is not None else F.expr(_WALL_CLOCK_MS)
 
@@ -223,5 +225,6 @@ def route_records(max_future_ms: int = events.DEFAULT_MAX_FUTURE_MS,
         routed = [k.alias(name) for k, name in zip(quorum, KEY_COLUMNS)]
         return checked.select(*routed,
                               F.when(accepted, packed).otherwise(_raw_record_json(routed)).alias(RECORD_JSON),
-                              accepted.alias(ACCEPTED), F.when(plausible, time_ms).alias(TIME_MS))
+                              accepted.alias(ACCEPTED), F.when(plausible, time_ms).alias(TIME_MS),
+                              *[F.when(accepted, F.col(f"{RECORD}.{name}")).alias(name) for name in carry])
     return transform

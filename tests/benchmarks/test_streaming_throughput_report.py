@@ -1,5 +1,5 @@
-"""What the throughput benchmark reports of a micro-batch, from the progress Spark writes, and the
-trigger it runs the job on."""
+"""What the throughput benchmark reports of a micro-batch, from the progress Spark writes, the
+trigger it runs the job on, and what its `summary` stage keeps of a batch."""
 import sys
 from pathlib import Path
 
@@ -97,3 +97,33 @@ def test_steps_stop_at_the_first_step_not_sustained(monkeypatch):
     steps = step_up(bench, None, "local[2]")
     assert (steps.highest.rate, steps.failed.rate, steps.capped) == (2250, 3375, False)
     assert steps.rate_text(with_failed=True) == "2,250 events/s (3,375 not)"
+
+
+@pytest.mark.spark
+def test_the_summary_stage_keeps_a_replicas_first_and_last_fetch_of_a_tick_and_every_other_record(spark):
+    import dataclasses
+    import datetime as dt
+    import json
+
+    from pyspark.sql import functions as F
+
+    from quorum import events
+    from streaming.decode import route_records
+    from streaming_throughput import SUMMARY_FIELDS, summary_of
+
+    t0 = 1_800_000_000_000  # a tick's start
+    fetch = events.Fetch("c1", "__cluster_metadata", 0, t0, 1, 3, 2, "voter", 10, 3, 12, 11, "valid")
+    metrics = events.Metrics("c1", "__cluster_metadata", 0, t0 + 5, 2, "follower", 1, 3, 12, 11, 10, t0 - 50,
+                             11, 40, (1, 2, 3), 0)
+    records = [dataclasses.replace(fetch, time_ms=t0 + ms) for ms in (100, 500, 900, 1100, 1200)]  # two ticks
+    records += [dataclasses.replace(fetch, time_ms=t0 + 300, replica_id=4), metrics]
+    values = [events.encode(r) for r in records] + [b"{not json"]
+    rows = [(v, b"k", "events", 0, i, dt.datetime(2026, 1, 1)) for i, v in enumerate(values)]
+    kafka = spark.createDataFrame(rows, "value binary, key binary, topic string, partition int, offset bigint, "
+                                        "timestamp timestamp")
+    routed = kafka.transform(route_records(now=F.timestamp_millis(F.lit(t0 + 2000)), carry=SUMMARY_FIELDS))
+    out = [json.loads(r.record_json) for r in summary_of(routed).collect()]
+    fetches = sorted((r["replica_id"], r["time_ms"] - t0) for r in out if r.get("type") == "fetch")
+    # replica 2: 100 and 900 of its first tick (500 between them dropped), both of its second
+    assert fetches == [(2, 100), (2, 900), (2, 1100), (2, 1200), (4, 300)]
+    assert sorted(r.get("type", "raw") for r in out if r.get("type") != "fetch") == ["metrics", "raw"]

@@ -192,6 +192,17 @@ def test_an_accepted_record_reaches_the_tracker_as_the_contracts_decoder_reads_i
         assert row._time_ms == decoded.time_ms
 
 
+def test_carried_fields_are_an_accepted_records_own_and_null_for_the_rest(spark):
+    values = [events.encode(FETCH), events.encode(METRICS), events.encode(STATE_CHANGE), b"{not json"]
+    carry = ("type", "replica_id", "leader_epoch")
+    now = F.timestamp_millis(F.lit(NOW_MS))
+    rows = raw_frame(spark, values).transform(route_records(now=now, carry=carry)).collect()
+    by_offset = {json.loads(r.record_json)["_offset"]: r for r in rows}
+    assert [tuple(by_offset[i][name] for name in carry) for i in range(len(values))] == [
+        ("fetch", FETCH.replica_id, FETCH.leader_epoch), ("metrics", None, None), (None, None, None),
+        (None, None, None)]
+
+
 def test_the_rest_is_routed_to_its_quorum_and_decided_by_the_contract(spark):
     values = corpus()
     for offset, (raw, row) in enumerate(zip(values, routed(spark, values))):
