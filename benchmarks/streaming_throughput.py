@@ -331,7 +331,10 @@ class Bench:
         checkpoint = str(self.tmp / f"run-{self.runs}" / "checkpoint")
         use_local_checkpoint_manager(spark, checkpoint)  # as the job does
         writer = observed.writeStream.queryName(name).outputMode("update")
-        writer = writer.foreachBatch(summarise_batch(self.summary_rows)) if stage == "summary" else writer.format("noop")
+        if stage == "summary":
+            writer = writer.foreachBatch(summarise_batch(self.summary_rows))
+        else:
+            writer = writer.format("noop")
         query = (writer.option("checkpointLocation", checkpoint)
                  .trigger(processingTime=f"{self.trigger_ms} milliseconds").start())
         return query, batches, recorder
