@@ -23,7 +23,7 @@ MONITOR_METRICS = {
 }
 ALL_METRICS = REPLICA_METRICS | QUORUM_METRICS | MONITOR_METRICS
 REPLICA_STATUSES = ("caught_up", "lagging", "stalled", "unreachable", "unknown")
-QUORUM_STATUSES = ("healthy", "degraded", "no_majority", "leaderless", "stalled", "split_brain")
+QUORUM_STATUSES = ("healthy", "degraded", "no_majority", "leaderless", "stalled", "split_brain", "unobserved")
 CAUSES = ("partitioned", "down", "rejected", "slow", "behind", "unknown")
 
 

@@ -75,6 +75,11 @@ HEALTH_FIELDS: list[tuple[str, T.DataType, str]] = [
     ("voters_caught_up", T.LongType(), "voters caught up (leader included)"),
     ("voters_reachable", T.LongType(), "voters fetching or leading"),
     ("majority_reachable", T.BooleanType(), "voters_reachable > voters / 2"),
+    ("fault_tolerance", T.LongType(), "voters that may still fail before the majority is lost: voters_reachable - "
+                                      "(voters / 2 + 1), negative once it is lost (null while a voter is unknown)"),
+    ("poll_error", T.StringType(), "the collector's error while its DescribeQuorum polls fail (timeout, "
+                                   "connection_refused, NOT_LEADER_OR_FOLLOWER, ...); null while they answer"),
+    ("poll_failures", T.LongType(), "the collector's failed polls in a row (0 while they answer; null: no collector)"),
     ("elections_total", T.LongType(), "epoch bumps seen (a failover with split votes counts each)"),
     ("epoch_changes_window", T.LongType(), "epoch adoptions within storm_window_ms"),
     ("leader_changes_total", T.LongType(), "new leaders seen (the first one excepted)"),

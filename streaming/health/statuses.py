@@ -17,14 +17,16 @@ REPLICA_STATUSES = (CAUGHT_UP, LAGGING, STALLED, UNREACHABLE, UNKNOWN)
 
 # Quorum statuses, listed in the order they are checked: the first that applies wins.
 SPLIT_BRAIN = "split_brain"      # two nodes claim leadership of the same epoch
+UNOBSERVED = "unobserved"        # the collector reaches no node and no node's own view arrives: no evidence
 LEADERLESS = "leaderless"        # no node is heard acting as leader of the current epoch
 NO_MAJORITY = "no_majority"      # fewer than a majority of voters reachable
 STALLED_QUORUM = "stalled"       # high watermark not advanced for hw_stall_after_ms
 DEGRADED = "degraded"            # a voter lagging, stalled or unreachable, a zombie leader, or an election storm
 HEALTHY = "healthy"
-QUORUM_STATUSES = (HEALTHY, DEGRADED, NO_MAJORITY, LEADERLESS, STALLED_QUORUM, SPLIT_BRAIN)
+QUORUM_STATUSES = (HEALTHY, DEGRADED, NO_MAJORITY, LEADERLESS, STALLED_QUORUM, SPLIT_BRAIN, UNOBSERVED)
 
 _REPLICA_RANK = {CAUGHT_UP: 0, LAGGING: 1, STALLED: 2, UNREACHABLE: 3}
+# `unobserved` sits outside the quorum's order as `unknown` does in a replica's: no evidence.
 _QUORUM_RANK = {HEALTHY: 0, DEGRADED: 1, STALLED_QUORUM: 2, NO_MAJORITY: 3, LEADERLESS: 4, SPLIT_BRAIN: 5}
 
 
