@@ -18,10 +18,14 @@ def render(snapshot: HealthSnapshot, events: list[dict[str, Any]], batch_id: int
     lines = [f"-- batch {batch_id}" + ("  INPUT STALLED: holding last verdicts" if stalled else "")]
     for view in snapshot.views():
         q = view.quorum
+        # the collector's error only while its polls fail: an unobserved quorum's one piece of evidence
+        polls = (f"  collector: {q['poll_error']} ({_fmt(q.get('poll_failures'))} failed polls)"
+                 if q.get("poll_error") is not None else "")
         lines.append(f"{q['cluster_id']} {q['topic']}-{q['partition']}  {q['status'].upper():<11} "
                      f"leader {q['leader_id']} epoch {q['leader_epoch']} hw {q['high_watermark']} "
                      f"(age {_fmt(q['hw_age_ms'], 'ms')})  voters {q['voters_caught_up']}/{q['voters']} caught up, "
-                     f"{q['voters_reachable']} reachable  elections {q['elections_total']}")
+                     f"{q['voters_reachable']} reachable, fault tolerance {_fmt(q.get('fault_tolerance'))}  "
+                     f"elections {q['elections_total']}{polls}")
         for rid, r in sorted(view.replicas.items()):
             if r["status"] == "caught_up" and not show_healthy:
                 continue

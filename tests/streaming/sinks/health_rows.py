@@ -34,3 +34,9 @@ def flagged_cluster(cluster: str = "c1", proc_ms: int = 1000) -> tuple[ScriptedQ
     q.rows(3000, proc_ms)
     q.script.mode[3] = "silent"
     return q, q.rows(4000, proc_ms)
+
+
+def with_quorum_columns(rows: list[dict[str, Any]], **columns: Any) -> list[dict[str, Any]]:
+    """The batch's rows with these columns of its quorum rows set (schema.HEALTH_FIELDS): the
+    state a sink renders, e.g. a collector whose polls fail (`poll_error`, `poll_failures`)."""
+    return [{**r, **columns} if r["kind"] == "quorum" else r for r in rows]
