@@ -12,7 +12,8 @@ QUORUM_METRICS = {
     "quorum_elections_total", "quorum_epoch_changes_window", "quorum_leaders_claimed",
     "quorum_zombie_leaders", "quorum_status", "quorum_leader_changes_total", "quorum_leader_changes_window",
     "quorum_candidate_epoch", "quorum_incarnations_total", "quorum_voter_set_changes_total",
-    "quorum_network_partition", "quorum_voters_cut_off",
+    "quorum_network_partition", "quorum_voters_cut_off", "quorum_fault_tolerance",
+    "quorum_collector_poll_failures", "quorum_collector_poll_error",
 }
 MONITOR_METRICS = {
     "quorum_monitor_input_records_total", "quorum_monitor_invalid_records_total",

@@ -10,7 +10,8 @@ is full, never for a panel that does not fit: keep each line's widths adding up 
 that no panel overflows or overlaps another).
 
 Variables: the Prometheus data source, the cluster and the quorum partition (both multi-select,
-`All` by default). Rows: the quorum (status, leader and epoch, high watermark, voters, elections),
+`All` by default). Rows: the quorum (status, leader and epoch, high watermark, voters, elections,
+fault tolerance, the collector's failed polls and errors),
 its replicas (caught-up windows as a state timeline, lag in records and seconds, caught-up
 fraction) and the monitor's own health.
 """
@@ -39,7 +40,9 @@ REPLICA_STATES = [("caught_up", "caught up", "green"), ("lagging", "lagging", "y
                   ("unknown", "unknown", "gray")]
 QUORUM_STATES = [("healthy", "healthy", "green"), ("degraded", "degraded", "yellow"),
                  ("stalled", "stalled", "orange"), ("leaderless", "leaderless", "red"),
-                 ("no_majority", "no majority", "red"), ("split_brain", "split brain", "purple")]
+                 ("no_majority", "no majority", "red"), ("split_brain", "split brain", "purple"),
+                 # gray as a replica's `unknown`: no evidence, not a verdict (QuorumUnobserved pages for it)
+                 ("unobserved", "unobserved", "gray")]
 CAUSE_STATES = [("behind", "behind", "yellow"), ("slow", "slow", "orange"), ("rejected", "rejected", "purple"),
                 ("partitioned", "partitioned", "red"), ("down", "down", "dark-red"), ("unknown", "unknown", "gray")]
 
@@ -161,7 +164,8 @@ def build() -> model.Dashboard:
                            width=16, height=6, mappings=state_mappings(QUORUM_STATES),
                            description="The job's verdict per quorum: healthy, degraded (a voter lags or is "
                                        "unreachable), stalled (high watermark stopped), leaderless, no majority, "
-                                       "split brain."))
+                                       "split brain; unobserved: the collector reaches no node and no node's own "
+                                       "view arrives, so the monitor knows nothing of the quorum."))
     board.with_panel(panel(
         big_value(common.BigValueColorMode.BACKGROUND, common.BigValueGraphMode.NONE)
         .text_mode(common.BigValueTextMode.VALUE_AND_NAME),
@@ -210,6 +214,25 @@ def build() -> model.Dashboard:
         t(f"increase(quorum_incarnations_total{{{q}}}[$__rate_interval])", "formatted anew {{cluster}} {{partition}}"),
     ], description="Changes of the voter set in force (KIP-853), and the cluster seen formatted anew under "
                    "the same id (a majority of voters went back in epoch)."))
+    board.with_panel(panel(
+        big_value(common.BigValueColorMode.BACKGROUND, common.BigValueGraphMode.AREA)
+        .text_mode(common.BigValueTextMode.VALUE_AND_NAME),
+        "Fault tolerance", [t(f"quorum_fault_tolerance{{{q}}}", per_quorum)], unit="short",
+        steps=thresholds((None, "red"), (0, "orange"), (1, "green")),
+        mappings=[model.SpecialValueMap(options=model.DashboardSpecialValueMapOptions(
+            match=model.SpecialValueMatch.NA_N, result=model.ValueMappingResult(text="unknown", color="gray")))],
+        description="Voters that may still fail before the majority is lost: reachable voters minus a majority. "
+                    "0: the next voter lost stops commits (QuorumOneFailureFromNoMajority); negative: the majority "
+                    "is lost; unknown while a voter's status is (no leader to judge against, or unobserved)."))
+    board.with_panel(panel(stepped(), "Collector failed polls", [
+        t(f"quorum_collector_poll_failures{{{q}}}", per_quorum)], unit="short",
+        steps=thresholds((None, "green"), (1, "red")),
+        description="DescribeQuorum polls of `quorum collect` that failed in a row (0 while they answer; no "
+                    "data without a collector)."))
+    board.with_panel(panel(table.Panel().show_header(True), "Collector errors", [
+        t(f"quorum_collector_poll_error{{{q}}} == 1", "").format(PromQueryFormat.TABLE).instant()],
+        description="The collector's current error per quorum while its polls fail (timeout, connection_refused, "
+                    "NOT_LEADER_OR_FOLLOWER, ...); empty while they answer."))
 
     board.with_row(builders.Row("Replicas"))
     board.with_panel(panel(timeline(), "Caught-up windows",

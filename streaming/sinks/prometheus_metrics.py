@@ -63,6 +63,9 @@ def health_families(views: list[QuorumView]) -> list[Metric]:
         ("quorum_voters_cut_off", "Voters alive but not reaching the leader."),
         ("quorum_leaders_claimed", "Nodes claiming leadership in the current epoch."),
         ("quorum_zombie_leaders", "Nodes claiming leadership of an older epoch, still talking."),
+        ("quorum_fault_tolerance", "Voters that may still fail before the majority is lost (negative: lost; "
+                                   "NaN while a voter is unknown)."),
+        ("quorum_collector_poll_failures", "The collector's failed DescribeQuorum polls in a row (NaN: no collector)."),
     )}
     counters = {name: CounterMetricFamily(name, doc, labels=QUORUM_LABELS) for name, doc in (
         ("quorum_elections", "Epoch bumps seen (a failover with split votes counts each)."),
@@ -72,6 +75,11 @@ def health_families(views: list[QuorumView]) -> list[Metric]:
     )}
     quorum_status = GaugeMetricFamily("quorum_status", "Quorum status as a state set (1 = current).",
                                       labels=QUORUM_LABELS + ["status"])
+    # Not a state set: the error names are the collector's, known only when they occur (a
+    # handful: Kafka's error names and the client's failures), so only the current one is a series.
+    poll_error = GaugeMetricFamily("quorum_collector_poll_error", "The collector's current error while its "
+                                   "DescribeQuorum polls fail (1; no series while they answer).",
+                                   labels=QUORUM_LABELS + ["error"])
     for view in views:
         qr = view.quorum
         ql = [qr["cluster_id"], _partition_label(qr)]
@@ -87,8 +95,12 @@ def health_families(views: list[QuorumView]) -> list[Metric]:
                             ("quorum_network_partition", 1 if qr.get("network_partition") else 0),
                             ("quorum_voters_cut_off", len([v for v in (qr.get("cut_off_voters") or "").split(",") if v])),
                             ("quorum_leaders_claimed", qr["leaders_claimed"]),
-                            ("quorum_zombie_leaders", qr["zombie_leaders"])):
+                            ("quorum_zombie_leaders", qr["zombie_leaders"]),
+                            ("quorum_fault_tolerance", qr.get("fault_tolerance")),
+                            ("quorum_collector_poll_failures", qr.get("poll_failures"))):
             q[name].add_metric(ql, _num(value))
+        if qr.get("poll_error") is not None:
+            poll_error.add_metric(ql + [qr["poll_error"]], 1.0)
         for name, column in (("quorum_elections", "elections_total"), ("quorum_leader_changes", "leader_changes_total"),
                              ("quorum_incarnations", "incarnation"), ("quorum_voter_set_changes", "voter_set_changes_total")):
             counters[name].add_metric(ql, _num(qr[column]))
@@ -106,7 +118,8 @@ def health_families(views: list[QuorumView]) -> list[Metric]:
                 replica_status.add_metric(rl + [status], 1.0 if rr["status"] == status else 0.0)
             for cause in CAUSES:
                 replica_cause.add_metric(rl + [cause], 1.0 if rr.get("cause") == cause else 0.0)
-    return [*g.values(), *c.values(), replica_status, replica_cause, *q.values(), *counters.values(), quorum_status]
+    return [*g.values(), *c.values(), replica_status, replica_cause, *q.values(), *counters.values(), quorum_status,
+            poll_error]
 
 
 def monitor_families(monitor: MonitorMetrics, extra_labels: dict[str, str] | None = None) -> list[Metric]:

@@ -28,9 +28,10 @@ VOTERS = (1, 2, 3)
 OBSERVER = 3000
 
 
-def cluster_exposition(cluster: str, leaders_claimed: int = 1) -> str:
+def cluster_exposition(cluster: str, leaders_claimed: int = 1, poll_error: str | None = None) -> str:
     """Every per-replica and per-quorum metric of the contract for a 3-voter + 1-observer quorum
-    whose voter 3 is unreachable, in the text format."""
+    whose voter 3 is unreachable, in the text format; with `poll_error`, the collector's polls
+    fail (its error is a series only then), while the nodes' own views still arrive."""
     def labels(**extra) -> str:
         pairs = {"cluster": cluster, "partition": PARTITION} | extra
         return "{" + ",".join(f'{k}="{v}"' for k, v in pairs.items()) + "}"
@@ -66,8 +67,13 @@ def cluster_exposition(cluster: str, leaders_claimed: int = 1) -> str:
         ("quorum_leader_changes_total", "counter", 2), ("quorum_candidate_epoch", "gauge", -1),
         ("quorum_incarnations_total", "counter", 0), ("quorum_voter_set_changes_total", "counter", 0),
         ("quorum_network_partition", "gauge", 1), ("quorum_voters_cut_off", "gauge", 1),
+        # two of three voters reachable: a majority of two, no voter to spare
+        ("quorum_fault_tolerance", "gauge", 0),
+        ("quorum_collector_poll_failures", "gauge", 4 if poll_error else 0),
     ]:
         metric(name, kind, [(labels(), value)])
+    if poll_error:
+        metric("quorum_collector_poll_error", "gauge", [(labels(error=poll_error), 1)])
     metric("quorum_status", "gauge", [(labels(status=s), int(s == quorum_status)) for s in QUORUM_STATUSES])
     return "\n".join(lines) + "\n"
 
@@ -173,7 +179,8 @@ def monitoring_stack(tmp_path_factory):
              Server("prometheus-alertmanager", lambda a: [
                  f"--config.file={am_config}", f"--storage.path={workdir / 'am'}", f"--web.listen-address={a}",
                  "--cluster.listen-address="], workdir) as alertmanager:
-            push_job_group(pushgateway, cluster_exposition("c1", leaders_claimed=2) + monitor_exposition())
+            push_job_group(pushgateway, cluster_exposition("c1", leaders_claimed=2, poll_error="timeout")
+                           + monitor_exposition())
             config = workdir / "prometheus.yml"
             config.write_text(render_prometheus_config(pushgateway.address, exporter.address, alertmanager.address,
                                                        DEFAULT_RULES, scrape_interval=1))
