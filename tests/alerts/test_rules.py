@@ -20,11 +20,11 @@ RUNBOOK = ROOT / "docs" / "runbook.md"
 CONTRACT_ALERTS = {
     "QuorumVoterStalled", "QuorumVoterUnreachable", "QuorumObserverLagging", "QuorumNoMajority",
     "QuorumLeaderless", "QuorumHighWatermarkStalled", "QuorumElectionStorm", "QuorumSplitBrain",
-    "QuorumZombieLeader", "QuorumMonitorSilent", "QuorumMonitorFallingBehind",
+    "QuorumZombieLeader", "QuorumMonitorSilent", "QuorumMonitorFallingBehind", "QuorumUnobserved",
 }
 # the quorum cannot commit, safety is violated, or the monitor is blind (see the rules' header)
 CRITICAL = {"QuorumSplitBrain", "QuorumZombieLeader", "QuorumNoMajority", "QuorumLeaderless",
-            "QuorumHighWatermarkStalled", "QuorumMonitorSilent"}
+            "QuorumHighWatermarkStalled", "QuorumMonitorSilent", "QuorumUnobserved"}
 
 
 def alerting_rules() -> list[dict]:
@@ -81,7 +81,17 @@ def test_every_alert_has_a_summary_description_and_a_runbook_section_that_exists
 
 def test_silence_derived_alerts_are_muted_while_the_monitor_input_is_stalled():
     # no events means nothing about the quorum when the job's whole input stopped
-    silence_derived = {"QuorumVoterUnreachable", "QuorumNoMajority", "QuorumLeaderless", "QuorumHighWatermarkStalled"}
+    silence_derived = {"QuorumVoterUnreachable", "QuorumNoMajority", "QuorumLeaderless", "QuorumHighWatermarkStalled",
+                       "QuorumUnobserved"}
     for rule in alerting_rules():
         if rule["alert"] in silence_derived:
             assert "unless on () (max(quorum_monitor_input_stalled) == 1)" in rule["expr"], rule["alert"]
+
+
+def test_verdict_alerts_are_muted_on_an_unobserved_quorum():
+    # the collector reaching no node says nothing about the quorum: QuorumUnobserved pages instead
+    verdicts = {"QuorumVoterUnreachable", "QuorumNoMajority", "QuorumLeaderless", "QuorumHighWatermarkStalled"}
+    for rule in alerting_rules():
+        if rule["alert"] in verdicts:
+            assert 'unless on (cluster, partition) (quorum_status{status="unobserved"} == 1)' in rule["expr"], \
+                rule["alert"]
