@@ -21,6 +21,7 @@ CONTRACT_ALERTS = {
     "QuorumVoterStalled", "QuorumVoterUnreachable", "QuorumObserverLagging", "QuorumNoMajority",
     "QuorumLeaderless", "QuorumHighWatermarkStalled", "QuorumElectionStorm", "QuorumSplitBrain",
     "QuorumZombieLeader", "QuorumMonitorSilent", "QuorumMonitorFallingBehind", "QuorumUnobserved",
+    "QuorumOneFailureFromNoMajority",
 }
 # the quorum cannot commit, safety is violated, or the monitor is blind (see the rules' header)
 CRITICAL = {"QuorumSplitBrain", "QuorumZombieLeader", "QuorumNoMajority", "QuorumLeaderless",
@@ -82,7 +83,7 @@ def test_every_alert_has_a_summary_description_and_a_runbook_section_that_exists
 def test_silence_derived_alerts_are_muted_while_the_monitor_input_is_stalled():
     # no events means nothing about the quorum when the job's whole input stopped
     silence_derived = {"QuorumVoterUnreachable", "QuorumNoMajority", "QuorumLeaderless", "QuorumHighWatermarkStalled",
-                       "QuorumUnobserved"}
+                       "QuorumUnobserved", "QuorumOneFailureFromNoMajority"}
     for rule in alerting_rules():
         if rule["alert"] in silence_derived:
             assert "unless on () (max(quorum_monitor_input_stalled) == 1)" in rule["expr"], rule["alert"]
