@@ -10,11 +10,17 @@ poll's latency and the node that answered), `quorum_poll_error` when it did not 
 such as NOT_LEADER_OR_FOLLOWER when no leader is elected, or the client's failure: timeout,
 connection_refused), so a leaderless or unreachable quorum is seen as one, never as silence.
 A poll is abandoned after --timeout-ms (default: the interval), so a hanging cluster still
-gives a record every interval.
+gives a record every interval. A node that hangs (it accepts connections and answers nothing: a
+frozen process, a long GC pause) costs at most part of one poll: another node is asked after 30 %
+of the timeout, and the silent one is asked last for a while. List several brokers in
+--bootstrap-server, or give the controllers with --bootstrap-controller (KIP-919), so that no
+single node is the collector's only path.
 
 With --node-metrics ID=URL for each node, every poll also reads each node's own view of the
 quorum from its Prometheus JMX exporter endpoint (quorum.kafka_node_metrics) and publishes it as
-that node's `metrics` record; an endpoint that does not answer gives no record.
+that node's `metrics` record; an endpoint that does not answer gives no record (a round waits
+for them at most half the timeout), and one that refuses the connection is named in the poll's
+record (`refused_nodes`): its process is gone, and the job says so at once.
 
 The interval is checked against the streaming job's `health.unreachable_after_ms`
 (--unreachable-after-ms): at least two polls must fall within it, or the collector refuses
@@ -27,6 +33,7 @@ buffer, oldest dropped first). Records are keyed per quorum (`events.quorum_key`
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import signal
 import socket
@@ -46,6 +53,9 @@ log = logging.getLogger(__name__)
 DEFAULT_INTERVAL_MS = 1000
 DEFAULT_UNREACHABLE_AFTER_MS = 2000  # the streaming job's health.unreachable_after_ms default
 PROBE_TIMEOUT_S = 0.2  # a refused connection is answered within a round trip
+HEDGE_FRACTION = 0.3  # a node silent for this share of a poll's timeout: another is asked too
+SUSPECT_S = 30.0  # a node that was silent or unreachable is asked last for this long
+REBUILD_AFTER_FAILED_POLLS = 3  # the admin client is built anew after this many polls in a row fail
 
 
 @dataclass(frozen=True)
@@ -84,16 +94,20 @@ def snapshot_of(info: QuorumInfo, cluster_id: str, source: str, now_ms: int, top
 
 
 def record_of(outcome: PollOutcome, cluster_id: str, source: str, now_ms: int, interval_ms: int,
-              topic: str = "__cluster_metadata", partition: int = 0) -> events.Record:
-    """The one record of one poll."""
+              topic: str = "__cluster_metadata", partition: int = 0, refused_nodes: list[int] | None = None
+              ) -> events.Record:
+    """The one record of one poll; `refused_nodes`: nodes whose metrics endpoint refused the
+    connection during it."""
+    refused = tuple(sorted(refused_nodes or ()))
     if outcome.info is not None:
-        return snapshot_of(outcome.info, cluster_id, source, now_ms, topic, partition, poll_interval_ms=interval_ms,
+        snap = snapshot_of(outcome.info, cluster_id, source, now_ms, topic, partition, poll_interval_ms=interval_ms,
                            latency_ms=outcome.latency_ms, answered_by=outcome.answered_by)
+        return dataclasses.replace(snap, refused_nodes=refused)
     return events.QuorumPollError(cluster_id=cluster_id, topic=topic, partition=partition, time_ms=now_ms,
                                   source=source, poll_interval_ms=interval_ms, latency_ms=max(outcome.latency_ms, 0),
                                   error_code=max(outcome.error_code, -1), error=outcome.error or "client_error",
                                   answered_by=max(outcome.answered_by, -1), leader_id=max(outcome.leader_id, -1),
-                                  leader_epoch=max(outcome.leader_epoch, -1))
+                                  leader_epoch=max(outcome.leader_epoch, -1), refused_nodes=refused)
 
 
 # --- failures -------------------------------------------------------------------------------------
@@ -144,7 +158,10 @@ class QuorumPoller:
     """DescribeQuorum v2, one poll per call, never longer than `timeout_ms`, never raising.
 
     The admin client runs each poll on a thread of its own: a poll that outlives its deadline
-    is abandoned (its client closed), so one hanging cluster never delays the next record."""
+    is abandoned, so one hanging cluster never delays the next record. A node that hangs
+    (a frozen process, a long GC pause, a stuck disk: it accepts TCP and answers nothing) costs
+    at most part of one poll: after HEDGE_FRACTION of the timeout another node is asked too,
+    the first answer wins, and the silent node is asked last for SUSPECT_S."""
 
     def __init__(self, bootstrap: str, *, timeout_ms: int, client_config: dict[str, Any] | None = None,
                  topic: str = "__cluster_metadata", partition: int = 0, want_cluster_id: bool = True):
@@ -154,8 +171,12 @@ class QuorumPoller:
         self.topic = topic
         self.partition = partition
         self.want_cluster_id = want_cluster_id
+        self._servers = [s.strip() for s in bootstrap.split(",") if s.strip()]
+        self._server = 0  # the bootstrap server a new admin client starts from (see _client)
         self._admin = None
         self._preferred: Any = None  # the node that answered last
+        self._suspects: dict[Any, float] = {}  # node -> monotonic time until it is asked last
+        self._failed_polls = 0
         self._lock = threading.Lock()
 
     def poll(self) -> PollOutcome:
@@ -169,8 +190,14 @@ class QuorumPoller:
             abandoned = worker.is_alive()
             if abandoned:
                 box["abandoned"] = True
-                self._drop_admin()
                 bootstrapping = "admin" not in box
+                if bootstrapping:
+                    self._next_server()
+                self._failed(rebuild=bootstrapping)
+            elif "error" in box and not isinstance(box["error"], DescribeError):  # an error answer is an answer
+                self._failed(rebuild=False)
+            else:
+                self._failed_polls = 0
         if abandoned:
             if not bootstrapping:
                 return PollOutcome(latency, error="timeout")
@@ -181,10 +208,13 @@ class QuorumPoller:
             e = box["error"]
             code, name = client_failure(e)
             if box.get("bootstrap_failed"):
+                with self._lock:
+                    self._next_server()
                 name = probe(self.bootstrap, min(self.timeout_ms / 1000 - (time.monotonic() - start), 1.0))
                 latency = int((time.monotonic() - start) * 1000)
             elif code < 0 and not isinstance(e, DescribeError):
-                self._drop_admin()  # a broken connection: bootstrap again next time
+                with self._lock:
+                    self._drop_admin()  # no node of the cluster could be reached: bootstrap again
             return PollOutcome(box.get("describe_ms", latency), box.get("node_id", -1), error_code=code, error=name,
                                leader_id=getattr(e, "leader_id", -1), leader_epoch=getattr(e, "leader_epoch", -1),
                                cluster_id=box.get("cluster_id"))
@@ -194,6 +224,17 @@ class QuorumPoller:
     def close(self) -> None:
         with self._lock:
             self._drop_admin()
+
+    def _failed(self, rebuild: bool) -> None:
+        """A poll without an answer. The admin client is kept through a few (its connections to
+        a hung node time out by themselves, and the others stay usable), rebuilt after that."""
+        self._failed_polls += 1
+        if rebuild or self._failed_polls >= REBUILD_AFTER_FAILED_POLLS:
+            self._drop_admin()
+            self._failed_polls = 0
+
+    def _next_server(self) -> None:
+        self._server = (self._server + 1) % len(self._servers)
 
     def _ask(self, box: dict[str, Any]) -> None:
         try:
@@ -219,9 +260,12 @@ class QuorumPoller:
             if self._admin is not None:
                 box["admin"] = True
                 return self._admin
+            # one bootstrap server at a time, the next one after a failure: kafka-python picks
+            # one at random, and one that hangs would take every poll's whole timeout
+            server = self._servers[self._server] if self._servers else self.bootstrap
         try:
             # bootstrap gives up early enough to leave time for naming the failure (`probe`)
-            admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=self.timeout_ms,
+            admin = KafkaAdminClient(bootstrap_servers=server, request_timeout_ms=self.timeout_ms,
                                      bootstrap_timeout_ms=max(1, self.timeout_ms * 3 // 4),
                                      client_id="quorum-collector",
                                      **self.client_config)
@@ -240,34 +284,71 @@ class QuorumPoller:
         """DescribeQuorum sent to one node at a time (at the highest version both speak: v2
         against Kafka 3.8+ and this project's nodes), so the node that answered is known: the one
         that answered last time first, then the others while a node cannot be reached (a broker
-        that is down is not a quorum without a leader). An error answer is an answer."""
+        that is down is not a quorum without a leader) or is silent past the hedge delay (one
+        that hangs). An error answer is an answer."""
         import kafka.errors as Errors
+        from kafka.future import Future
         from kafka.protocol.admin import DescribeQuorumRequest
         manager = admin._manager
         T = DescribeQuorumRequest.TopicData
         request = DescribeQuorumRequest(topics=[T(topic_name=self.topic,
                                                   partitions=[T.PartitionData(partition_index=self.partition)])])
+        unanswered = (Errors.KafkaConnectionError, Errors.NodeNotReadyError, Errors.KafkaTimeoutError,
+                      Errors.RequestTimedOutError, Errors.UnknownBrokerIdError, ConnectionError)
+        hedge_ms = max(1, int(self.timeout_ms * HEDGE_FRACTION))
         tried: list[Any] = []
+        pending: dict[Any, Any] = {}
         failure: Exception = Errors.NodeNotReadyError("no node of the cluster is ready")
-        while (node_id := self._next_node(manager, tried)) is not None:
-            tried.append(node_id)
+        while True:
+            node_id = self._next_node(manager, tried)
+            if node_id is not None:
+                tried.append(node_id)
+                pending[node_id] = manager.send(request, node_id=node_id)
+            if not pending:
+                raise failure
+            first = Future()
+            for future in pending.values():
+                future.add_both(lambda _, first=first: first.is_done or first.success(None))
             try:
-                response = await manager.send(request, node_id=node_id)
-            except (Errors.KafkaConnectionError, Errors.NodeNotReadyError, ConnectionError) as e:
-                failure = e
+                # with nobody left to ask, wait for the askers until the poll's own deadline
+                await manager.wait_for(first, hedge_ms if node_id is not None else None)
+            except Errors.KafkaTimeoutError:
+                for silent in pending:
+                    self._suspect(silent)
                 continue
-            self._preferred = node_id
-            return node_id, response
-        raise failure
+            for asked, future in list(pending.items()):
+                if not future.is_done:
+                    continue
+                del pending[asked]
+                if future.succeeded():
+                    self._preferred = asked
+                    self._suspects.pop(asked, None)
+                    return asked, future.value
+                if not isinstance(future.exception, unanswered):
+                    raise future.exception
+                failure = future.exception
+                self._suspect(asked)
+
+    def _suspect(self, node_id: Any) -> None:
+        self._suspects[node_id] = time.monotonic() + SUSPECT_S
+        if self._preferred == node_id:
+            self._preferred = None
 
     def _next_node(self, manager, tried: list[Any]) -> Any:
+        """The node to ask next: the one that answered last, then any the client likes, then the
+        rest; a node lately silent or unreachable only when no other is left."""
+        now = time.monotonic()
         known = [b.node_id for b in manager.cluster.brokers()]
-        if self._preferred in known and self._preferred not in tried:
+        fresh = [n for n in known if n not in tried and self._suspects.get(n, 0) <= now]
+        if self._preferred in fresh:
             return self._preferred
         node_id = manager.least_loaded_node()
-        if node_id is not None and node_id not in tried:
+        if node_id in fresh:
             return node_id
-        return next((n for n in known if n not in tried), None)
+        if fresh:
+            return fresh[0]
+        rest = sorted((n for n in known if n not in tried), key=lambda n: self._suspects.get(n, 0))
+        return rest[0] if rest else None
 
     def _drop_admin(self) -> None:
         admin, self._admin = self._admin, None
@@ -289,10 +370,11 @@ class Poll:
 class Collection:
     """One round of `quorum collect`: DescribeQuorum and, with node metrics, every node's own view,
     scraped while DescribeQuorum runs. The nodes' records carry the voter set of the last answer
-    (raft-metrics gives only its size)."""
+    (raft-metrics gives only its size); the poll's record names the nodes whose metrics endpoint
+    refused the connection (their process is gone: evidence the job uses at once)."""
 
-    def __init__(self, poller: QuorumPoller, source: str, interval_ms: int, cluster_id: str | None = None,
-                 node_metrics: NodeMetricsReader | None = None):
+    def __init__(self, poller: "QuorumPoller | ControllerQuorumPoller", source: str, interval_ms: int,
+                 cluster_id: str | None = None, node_metrics: NodeMetricsReader | None = None):
         self.poller = poller
         self.source = source
         self.interval_ms = interval_ms
@@ -308,15 +390,16 @@ class Collection:
             self.poller.want_cluster_id = False
         if outcome.info is not None:
             self.voters = tuple(v.replica_id for v in outcome.info.voters)
-        if not self.cluster_id:
-            return Poll(outcome, [], {})
-        now_ms = int(time.time() * 1000)
-        records: list[events.Record] = [record_of(outcome, self.cluster_id, self.source, now_ms, self.interval_ms)]
+        metrics: list[events.Record] = []
         silent: dict[int, str] = {}
+        refusing: list[int] = []
         if scrapes is not None:
-            metrics, silent = self.node_metrics.finish(scrapes, self.cluster_id, self.voters, now_ms)
-            records += metrics
-        return Poll(outcome, records, silent)
+            metrics, silent, refusing = self.node_metrics.finish(scrapes, self.cluster_id or "", self.voters)
+        if not self.cluster_id:
+            return Poll(outcome, [], silent)
+        now_ms = int(time.time() * 1000)
+        record = record_of(outcome, self.cluster_id, self.source, now_ms, self.interval_ms, refused_nodes=refusing)
+        return Poll(outcome, [record] + metrics, silent)
 
     def close(self) -> None:
         self.poller.close()
@@ -325,8 +408,13 @@ class Collection:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT",
-                        help="any node or broker of the cluster to watch (comma-separated for several)")
+    path = parser.add_mutually_exclusive_group(required=True)
+    path.add_argument("--bootstrap-server", metavar="HOST:PORT",
+                      help="brokers of the cluster to watch (comma-separated; list several: a poll that one of "
+                           "them leaves unanswered asks another)")
+    path.add_argument("--bootstrap-controller", metavar="HOST:PORT",
+                      help="the cluster's controllers instead (KIP-919, as kafka-metadata-quorum takes it): every "
+                           "poll asks each of them at once, so no broker is on the path (PLAINTEXT listeners only)")
     parser.add_argument("--interval-ms", type=int, default=DEFAULT_INTERVAL_MS,
                         help=f"poll interval (default {DEFAULT_INTERVAL_MS}); at most half of --unreachable-after-ms")
     parser.add_argument("--unreachable-after-ms", type=int, default=DEFAULT_UNREACHABLE_AFTER_MS,
@@ -361,6 +449,9 @@ def _endpoint(text: str) -> tuple[int, str]:
 
 def check_arguments(args: argparse.Namespace) -> str | None:
     """Why these options cannot work, or None."""
+    if getattr(args, "bootstrap_controller", None) and args.command_config:
+        return ("--bootstrap-controller connects over PLAINTEXT only and cannot use --command-config's security "
+                "settings; use --bootstrap-server with --command-config for a secured cluster")
     problem = check_poll_interval(args.interval_ms, args.unreachable_after_ms)
     if problem:
         return f"--interval-ms {args.interval_ms} with --unreachable-after-ms {args.unreachable_after_ms}: {problem}"
@@ -371,6 +462,21 @@ def check_arguments(args: argparse.Namespace) -> str | None:
         return (f"--timeout-ms {timeout} is longer than --interval-ms {args.interval_ms}: a poll that hangs would "
                 f"hold back the next record; use --timeout-ms {args.interval_ms} or less")
     return None
+
+
+def make_poller(args: argparse.Namespace, timeout_ms: int, client_config: dict[str, Any], want_cluster_id: bool):
+    """The poller of the path the options name: the brokers, or the controllers themselves."""
+    if getattr(args, "bootstrap_controller", None):
+        from quorum.controller_poller import ControllerQuorumPoller
+        return ControllerQuorumPoller(args.bootstrap_controller, timeout_ms=timeout_ms, want_cluster_id=want_cluster_id)
+    return QuorumPoller(args.bootstrap_server, timeout_ms=timeout_ms, client_config=client_config,
+                        want_cluster_id=want_cluster_id)
+
+
+def _path(args: argparse.Namespace) -> str:
+    if getattr(args, "bootstrap_controller", None):
+        return f"controllers {args.bootstrap_controller}"
+    return args.bootstrap_server
 
 
 def run(args: argparse.Namespace) -> int:
@@ -393,15 +499,15 @@ def run(args: argparse.Namespace) -> int:
         return 2
     publisher = EventPublisher(args.events_bootstrap_server, args.events_topic, client_config=events_cfg,
                                client_id="quorum-collector").start()
-    poller = QuorumPoller(args.bootstrap_server, timeout_ms=timeout_ms, client_config=watched_cfg,
-                          want_cluster_id=not args.cluster_id)
+    poller = make_poller(args, timeout_ms, watched_cfg, want_cluster_id=not args.cluster_id)
     node_metrics = NodeMetricsReader(dict(args.node_metrics), timeout_ms) if args.node_metrics else None
-    collection = Collection(poller, args.bootstrap_server, args.interval_ms, args.cluster_id, node_metrics)
+    source = poller.bootstrap
+    collection = Collection(poller, source, args.interval_ms, args.cluster_id, node_metrics)
     silent_nodes: set[int] = set()
     stop: list[int] = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     log.info("polling DescribeQuorum on %s every %d ms (timeout %d ms, job threshold %d ms), publishing to %s on %s",
-             args.bootstrap_server, args.interval_ms, timeout_ms, args.unreachable_after_ms, args.events_topic,
+             _path(args), args.interval_ms, timeout_ms, args.unreachable_after_ms, args.events_topic,
              args.events_bootstrap_server)
     polls = 0
     last_error = None
@@ -415,10 +521,10 @@ def run(args: argparse.Namespace) -> int:
             outcome = result.outcome
             polls += 1
             if outcome.info is None and outcome.error != last_error:
-                log.warning("DescribeQuorum on %s: %s (error code %d, %d ms)", args.bootstrap_server,
+                log.warning("DescribeQuorum on %s: %s (error code %d, %d ms)", _path(args),
                             outcome.error, outcome.error_code, outcome.latency_ms)
             elif outcome.info is not None and last_error is not None:
-                log.info("DescribeQuorum on %s answers again (leader %d)", args.bootstrap_server,
+                log.info("DescribeQuorum on %s answers again (leader %d)", _path(args),
                          outcome.info.leader_id)
             last_error = None if outcome.info is not None else outcome.error
             # no records while no cluster id is known to key them by: logged above, and --cluster-id avoids it

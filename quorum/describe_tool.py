@@ -240,8 +240,11 @@ def fetch_quorum(bootstrap: str, config: dict[str, Any], timeout_ms: int) -> tup
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT",
-                        help="any node of the quorum (or any broker of a Kafka cluster)")
+    path = parser.add_mutually_exclusive_group(required=True)
+    path.add_argument("--bootstrap-server", metavar="HOST:PORT",
+                      help="any node of the quorum (or any broker of a Kafka cluster; comma-separated for several)")
+    path.add_argument("--bootstrap-controller", metavar="HOST:PORT",
+                      help="a Kafka cluster's controllers instead (KIP-919; PLAINTEXT listeners only)")
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--status", action="store_true", help="print the quorum's summary")
     what.add_argument("--replication", action="store_true", help="print one row per replica")
@@ -253,9 +256,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from quorum.collector import QuorumPoller
+    from quorum.collector import make_poller
     if args.human_readable and not args.replication:
         print("error: --human-readable applies to --replication only", file=sys.stderr)
+        return 2
+    if args.bootstrap_controller and args.command_config:
+        print("error: --bootstrap-controller connects over PLAINTEXT only and cannot use --command-config",
+              file=sys.stderr)
         return 2
     try:
         config = admin_config(args.command_config)
@@ -264,8 +271,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     # the collector's poller: it moves on to another node when one is down, and names the
     # error of a quorum that cannot answer (NOT_LEADER_OR_FOLLOWER while no leader is elected)
-    poller = QuorumPoller(args.bootstrap_server, timeout_ms=args.timeout_ms, client_config=config,
-                          want_cluster_id=args.status)
+    poller = make_poller(args, args.timeout_ms, config, want_cluster_id=args.status)
     try:
         outcome = poller.poll()
     finally:
@@ -274,7 +280,7 @@ def run(args: argparse.Namespace) -> int:
         code = f" (error code {outcome.error_code})" if outcome.error_code >= 0 else ""
         leader = f", last known leader {outcome.leader_id} in epoch {outcome.leader_epoch}" \
             if outcome.leader_id >= 0 else ""
-        print(f"error: cannot describe the quorum at {args.bootstrap_server}: {outcome.error}{code}{leader}",
+        print(f"error: cannot describe the quorum at {poller.bootstrap}: {outcome.error}{code}{leader}",
               file=sys.stderr)
         return 1
     try:

@@ -197,6 +197,8 @@ class QuorumSnapshot:
     latency_ms: int = spec(minimum=-1, default=-1, doc="how long DescribeQuorum took (-1 unknown)")
     answered_by: int = spec(minimum=-1, default=-1,
                             doc="node id that answered the collector (it forwards to the leader; -1 unknown)")
+    refused_nodes: tuple[int, ...] = spec(default=(), doc="nodes whose metrics endpoint (--node-metrics) refused "
+                                                          "the collector's connection during this poll: gone")
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +221,8 @@ class QuorumPollError:
     leader_id: int = spec(minimum=-1, doc="leader the error answer names, as the answering node last knew it "
                                                  "(it may be gone); -1 none or unknown")
     leader_epoch: int = spec(minimum=-1, doc="epoch named by the error answer (-1 unknown)")
+    refused_nodes: tuple[int, ...] = spec(default=(), doc="nodes whose metrics endpoint (--node-metrics) refused "
+                                                          "the collector's connection during this poll: gone")
 
 
 RECORD_TYPES: dict[str, type] = {c.TYPE: c for c in (Fetch, Metrics, StateChange, QuorumSnapshot, QuorumPollError)}

@@ -12,8 +12,10 @@ the evidence.
 from __future__ import annotations
 
 import math
+import time
 import urllib.request
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from typing import Iterable
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -21,6 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from quorum import events
 
 RAFT = "kafka_server_raft_metrics_"
+WAIT_FRACTION = 0.5  # of the poll's timeout: how long a round waits for the nodes' scrapes
 WANTED = (RAFT, "kafka_controller_kafkacontroller_value", "kafka_server_broker_metadata_metrics_")
 # Kafka 4.x names a voter that voted in the current epoch `unattached-voted` (older releases:
 # `voted`) and a pre-vote campaigner `prospective` (KIP-996).
@@ -92,29 +95,71 @@ def scrape(url: str, timeout_s: float) -> str:
         return answer.read().decode()
 
 
+def timed_scrape(url: str, timeout_s: float) -> tuple[str, int]:
+    """A scrape and the wall-clock time its answer was read: the time its values are from."""
+    text = scrape(url, timeout_s)
+    return text, int(time.time() * 1000)
+
+
+def refused(error: BaseException) -> bool:
+    """The endpoint refused the connection: nothing listens there, its process is gone (a node
+    that hangs still accepts connections, and answers nothing)."""
+    reason = getattr(error, "reason", error)
+    return isinstance(reason, ConnectionRefusedError)
+
+
+@dataclass
+class Scrapes:
+    """One round of scrapes, begun while DescribeQuorum runs."""
+    started: float
+    futures: dict[int, Future]
+
+
 class NodeMetricsReader:
     """Scrapes every node's endpoint at once, each within `timeout_ms`; returns the records of
-    the nodes that answered, and the errors of those that did not."""
+    the nodes that answered, and the errors of those that did not.
+
+    One endpoint that hangs delays no other node's view: a round waits for its scrapes at most
+    WAIT_FRACTION of the timeout, and a scrape still running then is a silent node this round
+    (its answer, if it comes within the timeout, is published with the next round); a node whose
+    scrape still runs is not asked again until it ends."""
 
     def __init__(self, endpoints: dict[int, str], timeout_ms: int):
         self.endpoints = dict(endpoints)
         self.timeout_s = timeout_ms / 1000
-        self._pool = ThreadPoolExecutor(max_workers=max(1, len(self.endpoints)), thread_name_prefix="node-metrics")
+        # two workers a node: a hung scrape holds one until its timeout
+        self._pool = ThreadPoolExecutor(max_workers=max(1, 2 * len(self.endpoints)), thread_name_prefix="node-metrics")
+        self._running: dict[int, tuple[Future, float]] = {}  # node -> a scrape begun in an earlier round
 
-    def begin(self) -> dict[int, Future]:
+    def begin(self) -> Scrapes:
         """Start the scrapes (they run while the caller polls DescribeQuorum)."""
-        return {node: self._pool.submit(scrape, url, self.timeout_s) for node, url in self.endpoints.items()}
+        futures = {}
+        for node, url in self.endpoints.items():
+            carried = self._running.pop(node, None)
+            futures[node] = carried[0] if carried else self._pool.submit(timed_scrape, url, self.timeout_s)
+        return Scrapes(time.monotonic(), futures)
 
-    def finish(self, futures: dict[int, Future], cluster_id: str, voter_set: Iterable[int], now_ms: int
-               ) -> tuple[list[events.Metrics], dict[int, str]]:
+    def finish(self, scrapes: Scrapes, cluster_id: str, voter_set: Iterable[int]
+               ) -> tuple[list[events.Metrics], dict[int, str], list[int]]:
+        """(records, errors by node, the nodes whose endpoint refused the connection); each record
+        is stamped with the time its scrape's answer came."""
         voters = tuple(voter_set)
-        records, errors = [], {}
-        for node, future in futures.items():
+        wait([f for f in scrapes.futures.values()], timeout=max(0.0, scrapes.started + WAIT_FRACTION * self.timeout_s
+                                                                  - time.monotonic()))
+        records, errors, refusing = [], {}, []
+        for node, future in scrapes.futures.items():
+            if not future.done():
+                self._running[node] = (future, scrapes.started)
+                errors[node] = f"no answer within {WAIT_FRACTION * self.timeout_s * 1000:.0f} ms"
+                continue
             try:
-                records.append(metrics_record(future.result(), cluster_id, node, now_ms, voters))
+                text, answered_ms = future.result()
+                records.append(metrics_record(text, cluster_id, node, answered_ms, voters))
             except Exception as e:  # noqa: BLE001 - a node that does not answer is evidence, not a crash
                 errors[node] = f"{type(e).__name__}: {e}"
-        return records, errors
+                if refused(e):
+                    refusing.append(node)
+        return records, errors, sorted(refusing)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

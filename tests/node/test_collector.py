@@ -181,3 +181,36 @@ def test_node_metrics_endpoints_are_kept_by_node_id():
                                       "--node-metrics", "1=http://c-1:7071/metrics",
                                       "--node-metrics", "2=https://c-2:7071/metrics"])
     assert dict(args.node_metrics) == {1: "http://c-1:7071/metrics", 2: "https://c-2:7071/metrics"}
+
+
+def test_a_hung_node_costs_the_poller_part_of_one_poll_and_is_asked_last_after_it(tmp_path):
+    """The node the poller talks to is frozen (SIGSTOP: it accepts connections and answers
+    nothing): the very next poll still answers, from another node, within its timeout, and the
+    ones after do not wait on the frozen node at all."""
+    import signal
+    c = Cluster(tmp_path, voters=3, observers=0, settings=FAST)
+    c.start()
+    poller = None
+    try:
+        leader = c.wait_leader()
+        c.wait_every_replica_caught_up(leader)
+        followers = [i for i in c.voter_ids if i != leader]
+        poller = collector.QuorumPoller(",".join(c.bootstrap(f) for f in followers), timeout_ms=1000,
+                                        want_cluster_id=False)
+        first = c.wait_for(lambda: (o := poller.poll()).info is not None and o, 15, "a first answer")
+        hung = first.answered_by
+        assert hung in c.ids
+        c.signal(hung, signal.SIGSTOP)
+        try:
+            outcomes = [poller.poll() for _ in range(5)]
+        finally:
+            c.signal(hung, signal.SIGCONT)
+    finally:
+        if poller is not None:
+            poller.close()
+        c.stop_all()
+    print(f"node {hung} frozen: " + ", ".join(f"{o.answered_by} in {o.latency_ms} ms" if o.info else o.error
+                                              for o in outcomes))
+    assert all(o.info is not None and o.answered_by not in (hung, -1) for o in outcomes), outcomes
+    assert collector.HEDGE_FRACTION * 1000 <= outcomes[0].latency_ms < 1000
+    assert all(o.latency_ms < collector.HEDGE_FRACTION * 1000 for o in outcomes[1:]), outcomes

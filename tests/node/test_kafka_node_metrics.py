@@ -60,3 +60,61 @@ def test_a_brokers_answer_uses_its_broker_metadata_gauges():
 def test_an_answer_without_raft_metrics_says_what_to_check():
     with pytest.raises(NodeMetricsError, match="no raft-metrics.*kafka-jmx-exporter.yml"):
         metrics_record("jvm_memory_bytes_used 1.0\n", "c1", 3, 1, ())
+
+
+# --- the reader: one endpoint that hangs or refuses delays no other node's view ------------------
+
+class Endpoints:
+    """Three loopback endpoints: one serving a controller's answer over HTTP, one that accepts
+    connections and never answers (a frozen JVM's agent), one where nothing listens."""
+
+    def __enter__(self):
+        import http.server
+        import socket
+        import threading
+        body = (CONTROLLER % ("follower", "2.0", "118.0")).encode()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.http = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+        self.hung = socket.socket()
+        self.hung.bind(("127.0.0.1", 0))
+        self.hung.listen(16)
+        from quorum.loopback_ports import free_port
+        self.urls = {1: f"http://127.0.0.1:{self.http.server_port}/metrics",
+                     2: f"http://127.0.0.1:{self.hung.getsockname()[1]}/metrics",
+                     3: f"http://127.0.0.1:{free_port()}/metrics"}
+        return self
+
+    def __exit__(self, *exc):
+        self.http.shutdown()
+        self.hung.close()
+
+
+def test_a_hung_endpoint_delays_no_other_nodes_view_and_a_refusing_one_is_named():
+    import time
+    from quorum.kafka_node_metrics import WAIT_FRACTION, NodeMetricsReader
+    timeout_ms = 1000
+    with Endpoints() as e:
+        reader = NodeMetricsReader(e.urls, timeout_ms)
+        try:
+            for round_ in range(4):
+                started = time.monotonic()
+                scrapes = reader.begin()
+                records, errors, refusing = reader.finish(scrapes, "c1", (1, 2, 3))
+                took = time.monotonic() - started
+                print(f"round {round_}: {took * 1000:.0f} ms, records of {[r.node_id for r in records]}, "
+                      f"errors {errors}")
+                assert [r.node_id for r in records] == [1] and set(errors) == {2, 3} and refusing == [3]
+                assert took <= WAIT_FRACTION * timeout_ms / 1000 + 0.2
+        finally:
+            reader.close()
