@@ -18,7 +18,9 @@ cannot drag it forward: not a node whose clock runs ahead, not a single record s
 in the future. The current leader is the exception (its records are the quorum's heartbeat, and
 its clock is the one replicas are judged on) unless it runs further ahead of every other source
 than any delay explains. With one live source left (a lone leader in a replayed backlog) that
-source moves it.
+source moves it; and so does a source whose records alone have arrived for a whole live window
+of its own time (a collector still polling a cluster whose every node fell silent): without it the
+clock would wait for the silent ones forever, and nothing would ever age.
 
 The processing clock (the job's wall clock) only speaks while a quorum sends nothing: at each
 input it is re-anchored to the quorum's clock, and a timer evaluation in silence moves the
@@ -61,8 +63,14 @@ def observe(clock: dict[str, Any], source: str, stamp: int, live_window_ms: int,
     # The fastest source leads by at most a small margin over the next one (one lying source
     # moves the clock by the margin at most) ...
     proposal = min(live[0], live[1] + live_window_ms // 8) if len(live) >= 2 else live[0]
-    # ... except the leader, unless it is further ahead than any delay explains.
+    # ... except the leader, unless it is further ahead than any delay explains ...
     if source == lead and ahead <= live_window_ms:
+        proposal = max(proposal, t)
+    # ... and a source heard alone for a whole live window: the others are silent, not slow.
+    solo = clock.get("solo")
+    if solo is None or solo[0] != source:
+        solo = clock["solo"] = [source, t]
+    elif t - solo[1] > live_window_ms:
         proposal = max(proposal, t)
     if proposal > clock["now"]:
         clock["now"] = proposal

@@ -119,7 +119,7 @@ INPUT_COLUMNS = ["type", "cluster_id", "topic", "partition", "time_ms", "leader_
                  "outcome", "last_fetch_timestamp_ms", "last_caught_up_timestamp_ms", "node_id", "state", "epoch",
                  "log_end_offset", "voter_set", "from_state", "to_state",
                  "voters", "observers", "poll_interval_ms", "latency_ms", "answered_by", "error_code", "error",
-                 "source",
+                 "source", "refused_nodes",
                  "_kafka_partition", "_offset"]  # where the record was: one quorum's arrival order
 KEY_COLUMNS = ["cluster_id", "topic", "partition"]
 

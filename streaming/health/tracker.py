@@ -52,6 +52,9 @@ MAX_TIMES_KEPT = 64
 EPOCHS_KEPT = 8
 ZERO_DIRECTORY_ID = "AAAAAAAAAAAAAAAAAAAAAA"  # Kafka's zero UUID, base64url: directory id unknown
 COLLECTOR = "collector"
+# Poll errors that say something of the quorum: nothing listens where its nodes were. Any other
+# client failure (timeout, unknown_host, connection_error, ...) is the collector's path failing.
+EVIDENT_POLL_ERRORS = ("connection_refused",)
 NETWORK_PARTITION = "network_partition"  # the quorum's cause while its reason names a partition
 
 
@@ -72,7 +75,9 @@ def new_state(cluster_id: str, topic: str, partition: int) -> dict[str, Any]:
         "reports": {},     # str(node) -> [epoch, state, leader, quorum ms, high watermark]
         "hw": -1, "hw_advanced_ms": -1, "leader_leo": -1,
         "voter_set": None, "voter_set_changes": 0,
-        "poll": None,      # the collector's last poll: interval, ok_ms, failures, error, answered_by
+        "poll": None,      # the collector's last poll: interval, ok_ms, failures, error, blind, answered_by
+        "nodes_heard_ms": -1,   # the last record a node wrote itself (fetch, metrics, state change)
+        "fetch_publishers": [],  # nodes seen publishing the fetches they answer (this project's)
         "replicas": {},
         "status": None,
     }
@@ -88,7 +93,9 @@ def _new_replica(role: str) -> dict[str, Any]:
             # the spacing of its valid fetches (leader clock, smoothed, and its recent longest), a
             # past lag to measure the trend against, its campaigns
             "own_ms": -1, "periodic_ms": -1, "own_gap_ms": -1, "rejected": None, "gap_ms": -1, "gap_peak_ms": -1,
-            "lag_ref": None, "campaigns": 0, "campaign_epoch": -1}
+            "lag_ref": None, "campaigns": 0, "campaign_epoch": -1,
+            # quorum time the collector last found its metrics endpoint refusing connections
+            "refused_ms": -1}
 
 
 class QuorumTracker:
@@ -161,6 +168,8 @@ class QuorumTracker:
         if s["started_ms"] < 0:
             s["started_ms"] = t
         s["last_event_ms"] = max(s["last_event_ms"], t)
+        if kind in ("fetch", "metrics", "state_change"):
+            s["nodes_heard_ms"] = max(s.get("nodes_heard_ms", -1), t)
         if kind == "fetch":
             self._apply_fetch(rec, stamp, t)
         elif kind == "metrics":
@@ -193,6 +202,9 @@ class QuorumTracker:
         epoch, leader, rid = int(rec["leader_epoch"]), int(rec["leader_id"]), int(rec["replica_id"])
         if rec["outcome"] == "not_leader":
             return  # the emitter answered as a non-leader: no claim, no KIP-836 update
+        publishers = self.s.setdefault("fetch_publishers", [])
+        if leader not in publishers:
+            publishers.append(leader)
         self._claim(leader, epoch, t)
         if rec["outcome"] == "valid" and rid != leader and rec["replica_role"] == "voter":
             self._support(leader, epoch, rid, t)
@@ -268,14 +280,21 @@ class QuorumTracker:
         if epoch != s["epoch"]:
             return
         if state == "leader" and node == s["leader"]:
-            self._leader_clock(node, epoch, stamp, t, via="node")
-            self._leader_alive(t, 0)
+            if node in s.get("fetch_publishers", ()):
+                # its fetches come on the same stream, in order: its now is its view's now
+                self._leader_clock(node, epoch, stamp, t, via="node")
+                self._leader_alive(t, 0)
+            else:
+                # A node that publishes no fetches (a Kafka node read through its metrics endpoint):
+                # alive and committing, but its replicas' fetches are known only as of the last
+                # DescribeQuorum snapshot, so its view does not move on.
+                self._leader_alive(t, self._poll_allowance())
             self._leader_progress(int(rec["log_end_offset"]), hw, t)
             r["leo"] = int(rec["log_end_offset"])
         elif leader >= 0 and leader == s["leader"] and self._hw_advanced_by(node, hw):
             # A follower naming the leader whose high watermark moved: the leader commits, so it
             # is alive, even if its own records do not reach us (its publisher is down).
-            self._leader_alive(t, 0)
+            self._leader_alive(t, self._poll_allowance() if leader not in s.get("fetch_publishers", ()) else 0)
             self._leader_progress(-1, hw, t)
 
     def _apply_state_change(self, rec: dict[str, Any], t: int) -> None:
@@ -302,8 +321,9 @@ class QuorumTracker:
         interval = int(rec.get("poll_interval_ms") or -1)
         voters = [] if rec.get("voters") is None else list(rec["voters"])  # pandas gives arrays
         observers = [] if rec.get("observers") is None else list(rec["observers"])
-        s["poll"] = {"interval": interval, "ok_ms": t, "failures": 0, "error": None,
+        s["poll"] = {"interval": interval, "ok_ms": t, "failures": 0, "error": None, "blind": False,
                      "answered_by": int(rec.get("answered_by") or -1)}
+        self._refused(rec, t)
         leader_row = next((v for v in voters if int(v["replica_id"]) == leader), None)
         leader_now = int(leader_row["last_fetch_timestamp_ms"]) if leader_row is not None else -1
         if leader_now < 0:
@@ -347,14 +367,40 @@ class QuorumTracker:
                     r["last_caught_up"] = max(r["last_caught_up"], min(caught, stamp))
 
     def _apply_poll_error(self, rec: dict[str, Any], t: int) -> None:
-        """A DescribeQuorum that failed: no leader answered. Evidence, not silence."""
+        """A DescribeQuorum that failed. An error answer (NOT_LEADER_OR_FOLLOWER: no leader) or
+        refused connections (nothing listens) are evidence about the quorum; a poll that got no
+        answer at all (timeout, an unknown host, a connection that broke) is evidence about the
+        collector's path to it, and says nothing of the voters."""
         poll = self.s["poll"] or {"interval": -1, "ok_ms": -1, "failures": 0, "error": None, "answered_by": -1}
+        code = int(rec.get("error_code") if rec.get("error_code") is not None else -1)
+        error = str(rec.get("error") or code)
+        blind = code < 0 and error not in EVIDENT_POLL_ERRORS
         poll.update({"interval": int(rec.get("poll_interval_ms") or -1), "failures": poll["failures"] + 1,
-                     "error": str(rec.get("error") or rec.get("error_code")),
+                     "error": error, "blind": blind,
                      "answered_by": int(rec.get("answered_by") if rec.get("answered_by") is not None else -1)})
         self.s["poll"] = poll
-        # No leader answered at t: the allowance for the gap between polls is spent.
-        self.s["leader_alive_allowance_ms"] = 0
+        self._refused(rec, t)
+        if not blind:
+            # No leader answered at t: the allowance for the gap between polls is spent.
+            self.s["leader_alive_allowance_ms"] = 0
+
+    def _refused(self, rec: dict[str, Any], t: int) -> None:
+        """The nodes whose metrics endpoint refused the collector's connection: gone."""
+        for node in rec.get("refused_nodes") or ():
+            r = self.s["replicas"].get(str(int(node)))
+            if r is not None:
+                r["refused_ms"] = max(r.get("refused_ms", -1), t)
+
+    def _poll_allowance(self) -> int:
+        """The gap between two polls: how long a snapshot's view stays the latest there is."""
+        poll = self.s["poll"]
+        return max(poll["interval"], 0) if poll is not None else 0
+
+    def _gone(self, r: dict[str, Any], now_ms: int) -> bool:
+        """Its metrics endpoint, which answered before, refuses connections since its last own
+        record, lately: its process is gone (a node that hangs still accepts them)."""
+        refused = r.get("refused_ms", -1)
+        return 0 <= r["own_ms"] < refused and now_ms - refused <= self.cfg.unreachable_after_ms
 
     # --- evidence about leaders and epochs -------------------------------------------------------
 
@@ -629,7 +675,9 @@ class QuorumTracker:
         current_claims = {int(n): ms for n, ms in s["claims"].get(str(epoch), {}).items()
                           if now_ms - ms <= cfg.leader_claim_window_ms}
         allowance = cfg.unreachable_after_ms + s["leader_alive_allowance_ms"]
-        leader_alive = leader >= 0 and now_ms - s["leader_alive_ms"] <= allowance
+        leader_row = s["replicas"].get(str(leader))
+        leader_alive = leader >= 0 and now_ms - s["leader_alive_ms"] <= allowance \
+            and not (leader_row is not None and self._gone(leader_row, now_ms))
         leader_gone_for = now_ms - max(s["leader_alive_ms"], s["started_ms"])
         zombies = {int(n) for e, claims in s["claims"].items() if int(e) < epoch
                    for n, ms in claims.items()
@@ -666,7 +714,12 @@ class QuorumTracker:
                             reason=f"observer silent for {cfg.observer_forget_ms} ms")
                 continue
             cause = None
-            if handover and r["status"] is not None and not (int(rid) == leader and leader_alive):
+            if self._gone(r, now_ms):
+                # positive evidence, whatever the leader's view says yet: not lagging first
+                status, cause = S.UNREACHABLE, S.DOWN
+                reason = (f"its metrics endpoint refuses connections ({now_ms - r['refused_ms']} ms ago); down: "
+                          f"nothing from node {rid} for {now_ms - r['own_ms']} ms and nothing listens there")
+            elif handover and r["status"] is not None and not (int(rid) == leader and leader_alive):
                 # as for the quorum: a replica keeps its verdict, and why, through a handover's gap
                 status, reason, cause = r["status"]["status"], r["status"]["reason"], r["status"].get("cause")
             else:
@@ -725,9 +778,22 @@ class QuorumTracker:
         hw_since = s["hw_advanced_ms"] if s["hw_advanced_ms"] >= 0 else s["started_ms"]
         hw_age = now_ms - hw_since if hw_since >= 0 else None
 
+        poll = s["poll"]
+        polls_failing = poll is not None and poll["failures"] > 0
+        # The collector reaches no node, and no node's own record arrives: nothing to judge by
+        # (a poll error that is evidence, an error answer or refused connections, is judged below).
+        heard = max(poll["ok_ms"] if poll is not None else -1, s.get("nodes_heard_ms", -1), s["started_ms"])
+        unobserved = polls_failing and poll.get("blind", False) and now_ms - heard > cfg.unreachable_after_ms
+        unknown_voters = [v for v in voter_ids if raw.get(v) == S.UNKNOWN and v not in following]
+        fault_tolerance = None if unobserved or unknown_voters or not n_voters else reachable - (n_voters // 2 + 1)
+
         status, reason = None, ""
         if len(current_claims) >= 2:
             status, reason = S.SPLIT_BRAIN, f"nodes {sorted(current_claims)} claim epoch {epoch}"
+        elif unobserved:
+            status, reason = S.UNOBSERVED, (f"the collector reaches no node: DescribeQuorum failing ({poll['error']}, "
+                                            f"{poll['failures']} polls in a row), and no node's own record for "
+                                            f"{now_ms - heard} ms")
         elif not leader_alive:
             detail = f"; election in progress (epoch {candidate_epoch})" if candidate_epoch > epoch else ""
             if s["poll"] is not None and s["poll"]["failures"]:
@@ -749,7 +815,10 @@ class QuorumTracker:
             status, reason = S.DEGRADED, f"{leader_changes} leader changes within {cfg.storm_window_ms} ms"
         else:
             status, reason = S.HEALTHY, "all voters caught up"
-            if view_age is None or view_age > cfg.unreachable_after_ms:
+            if polls_failing:
+                reason = (f"judged by the nodes' own views: DescribeQuorum failing ({poll['error']}, "
+                          f"{poll['failures']} polls in a row)")
+            elif view_age is None or view_age > cfg.unreachable_after_ms:
                 reason = f"leader {leader} heard through its followers (its own records do not arrive)"
         if status is not None:
             holder = {"status": s["status"]}
@@ -766,6 +835,8 @@ class QuorumTracker:
                 "leader_id": leader if leader_alive else -1, "leader_epoch": epoch, "high_watermark": s["hw"],
                 "hw_age_ms": hw_age, "leader_log_end_offset": s["leader_leo"], "voters": n_voters,
                 "voters_caught_up": caught_up, "voters_reachable": reachable, "majority_reachable": majority,
+                "fault_tolerance": fault_tolerance, "poll_error": poll["error"] if polls_failing else None,
+                "poll_failures": poll["failures"] if poll is not None else None,
                 "elections_total": s["elections"], "epoch_changes_window": len(s["epoch_changes"]),
                 "leader_changes_total": s["leader_changes"], "leader_changes_window": leader_changes,
                 "candidate_epoch": candidate_epoch, "incarnation": s["incarnation"],

@@ -1,0 +1,177 @@
+"""A Kafka quorum watched from outside (`quorum collect --node-metrics`): DescribeQuorum snapshots
+and each node's own metrics, no fetch records. The collector's failure to reach the cluster is
+evidence about the collector's path, never a verdict on the voters; a node whose metrics
+endpoint refuses connections is gone at once; the fault tolerance counts what is left.
+
+Each test asserts what must not happen while its fault lasts (no paging status, no healthy
+voter unreachable), and the verdict the fault does deserve."""
+from __future__ import annotations
+
+from typing import Any
+
+from streaming.health import statuses as S
+from streaming.health.config import HealthConfig
+
+from .quorum_script import QuorumScript
+from .tracker_harness import Monitor
+
+CFG = HealthConfig()
+PAGING = {S.NO_MAJORITY, S.LEADERLESS, S.STALLED_QUORUM, S.SPLIT_BRAIN}
+
+
+class WatchedKafka(QuorumScript):
+    """Kafka nodes: they publish nothing themselves; every second the collector polls
+    DescribeQuorum (a snapshot, or an error when `poll_fails` names one) and scrapes each
+    node's metrics endpoint: a frozen node's gives nothing, a killed node's refuses."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.leader_talks = False  # no fetch records
+        self.poll_fails: str | None = None  # "timeout", "connection_refused", "NOT_LEADER_OR_FOLLOWER"
+        self.frozen: set[int] = set()
+        self.killed: set[int] = set()
+
+    def round(self) -> list[dict[str, Any]]:
+        self.run(1000)
+        refused = sorted(self.killed)
+        if self.poll_fails is None:
+            poll = self.snapshot()
+        else:
+            code = 6 if self.poll_fails == "NOT_LEADER_OR_FOLLOWER" else -1
+            poll = self.poll_error(error=self.poll_fails, code=code)
+        poll["refused_nodes"] = refused
+        nodes = [self.metrics(n) for n in (*self.voters, *self.observers) if n not in self.frozen | self.killed]
+        return [poll, *nodes]
+
+    def stop(self, node: int, how: str) -> None:
+        """Freeze or kill a node: its fetches stop, and so does its endpoint's answer."""
+        (self.frozen if how == "freeze" else self.killed).add(node)
+        if node != self.leader:
+            self.mode[node] = "silent"
+
+
+def watched(script: WatchedKafka, mon: Monitor, seconds: int) -> list[dict[str, Any]]:
+    """`seconds` collector rounds, one micro-batch each; the quorum rows they gave."""
+    rows = []
+    for _ in range(seconds):
+        rows += [r for r in mon.feed(script.round()) if r["kind"] == "quorum"]
+    return rows
+
+
+def replica_statuses(mon: Monitor, since: int, rid: int) -> set[str]:
+    return {r["status"] for r in mon.rows[since:] if r["kind"] == "replica" and r["replica_id"] == rid}
+
+
+def test_a_quiet_kafka_quorum_watched_with_node_metrics_is_healthy_with_one_failure_to_spare():
+    script, mon = WatchedKafka(), Monitor()
+    watched(script, mon, 30)
+    assert mon.events("transition") == [] or {t["status"] for t in mon.events("transition")} <= {
+        S.HEALTHY, S.CAUGHT_UP}
+    q = mon.quorum()
+    assert (q["status"], q["fault_tolerance"], q["poll_error"], q["poll_failures"]) == (S.HEALTHY, 1, None, 0)
+
+
+def test_polls_timing_out_while_every_node_answers_for_itself_page_nothing_and_flag_no_voter():
+    script, mon = WatchedKafka(), Monitor()
+    watched(script, mon, 10)
+    mark = len(mon.rows)
+    script.poll_fails = "timeout"  # the broker the collector polls through hangs
+    rows = watched(script, mon, 20)
+    assert {r["status"] for r in rows} == {S.HEALTHY}, [(r["status"], r["reason"]) for r in rows]
+    for v in (2, 3):
+        assert S.UNREACHABLE not in replica_statuses(mon, mark, v)
+    assert rows[-1]["poll_error"] == "timeout" and rows[-1]["poll_failures"] == 20
+    assert "judged by the nodes' own views" in rows[-1]["reason"] and rows[-1]["fault_tolerance"] == 1
+    script.poll_fails = None
+    watched(script, mon, 5)
+    assert mon.quorum()["status"] == S.HEALTHY and mon.replica(2)["status"] == S.CAUGHT_UP
+
+
+def test_the_polled_follower_frozen_costs_no_majority_and_the_other_follower_nothing():
+    """The node the collector talks to hangs: for a few polls nothing answers, then the
+    collector asks another node. Meanwhile the other follower stays reachable."""
+    script, mon = WatchedKafka(), Monitor()
+    watched(script, mon, 10)
+    mark = len(mon.rows)
+    script.stop(3, "freeze")
+    script.poll_fails = "timeout"
+    rows = watched(script, mon, 3)
+    script.poll_fails = None  # another node answers
+    rows += watched(script, mon, 10)
+    assert not {r["status"] for r in rows} & PAGING, [(r["status"], r["reason"]) for r in rows]
+    assert S.UNREACHABLE not in replica_statuses(mon, mark, 2)
+    frozen = mon.replica(3)
+    assert (frozen["status"], frozen["cause"]) == (S.UNREACHABLE, S.DOWN)
+    assert (mon.quorum()["status"], mon.quorum()["fault_tolerance"]) == (S.DEGRADED, 0)
+
+
+def test_the_collector_reaching_no_node_and_no_node_answering_is_unobserved_not_a_verdict():
+    script, mon = WatchedKafka(), Monitor()
+    watched(script, mon, 10)
+    for n in script.voters:
+        script.frozen.add(n)  # every node hangs: the endpoints accept, and answer nothing
+    script.poll_fails = "timeout"
+    rows = watched(script, mon, 20)
+    assert not {r["status"] for r in rows} & PAGING, [(r["status"], r["reason"]) for r in rows]
+    q = mon.quorum()
+    assert q["status"] == S.UNOBSERVED and q["fault_tolerance"] is None
+    assert "the collector reaches no node" in q["reason"] and "timeout" in q["reason"]
+    assert {mon.replica(v)["status"] for v in script.voters} <= {S.UNKNOWN, S.CAUGHT_UP}
+    script.frozen.clear()
+    script.poll_fails = None
+    watched(script, mon, 3)
+    assert mon.quorum()["status"] == S.HEALTHY
+
+
+def test_every_node_refusing_connections_is_a_real_outage_and_pages():
+    script, mon = WatchedKafka(), Monitor()
+    watched(script, mon, 10)
+    for n in script.voters:
+        script.stop(n, "kill")
+    script.poll_fails = "connection_refused"
+    script.noops = False
+    rows = watched(script, mon, 10)
+    assert S.UNOBSERVED not in {r["status"] for r in rows}
+    assert mon.quorum()["status"] == S.LEADERLESS
+    assert {(mon.replica(v)["status"], mon.replica(v)["cause"]) for v in script.voters} == {(S.UNREACHABLE, S.DOWN)}
+
+
+def test_a_killed_follower_whose_endpoint_refuses_is_down_at_once_not_behind_first():
+    script, mon = WatchedKafka(), Monitor()
+    watched(script, mon, 10)
+    mark = len(mon.rows)
+    script.stop(3, "kill")
+    watched(script, mon, 1)
+    first = [r for r in mon.rows[mark:] if r["kind"] == "transition" and r.get("replica_id") == 3]
+    assert [(t["status"], t["cause"]) for t in first] == [(S.UNREACHABLE, S.DOWN)], first
+    assert "refuses connections" in mon.replica(3)["reason"]
+    assert mon.quorum()["status"] == S.DEGRADED and mon.quorum()["fault_tolerance"] == 0
+
+
+def test_a_killed_leader_is_down_at_once_once_its_successor_leads():
+    script, mon = WatchedKafka(), Monitor()
+    watched(script, mon, 10)
+    mark = len(mon.rows)
+    script.stop(1, "kill")
+    script.poll_fails = "NOT_LEADER_OR_FOLLOWER"
+    watched(script, mon, 3)
+    script.leader, script.epoch, script.poll_fails = 2, script.epoch + 1, None
+    script.mode = {3: "follow", 1: "silent"}
+    watched(script, mon, 5)
+    old = [(t["status"], t["cause"]) for t in mon.rows[mark:]
+           if t["kind"] == "transition" and t.get("replica_id") == 1]
+    assert old and old[0] == (S.UNREACHABLE, S.DOWN) and (S.LAGGING, S.BEHIND) not in old, old
+    assert (mon.replica(1)["status"], mon.replica(1)["cause"]) == (S.UNREACHABLE, S.DOWN)
+    assert mon.quorum()["leader_id"] == 2
+
+
+def test_a_restarted_node_answering_again_is_no_longer_gone():
+    script, mon = WatchedKafka(), Monitor()
+    watched(script, mon, 10)
+    script.stop(3, "kill")
+    watched(script, mon, 3)
+    script.killed.clear()
+    script.mode[3] = "follow"
+    watched(script, mon, 10)
+    assert mon.replica(3)["status"] == S.CAUGHT_UP and mon.quorum()["status"] == S.HEALTHY
+    assert mon.quorum()["fault_tolerance"] == 1
