@@ -185,7 +185,8 @@ class Stack:
                  for n in self.nodes.values()}
         restarts = self.supervisor.restarts if self.supervisor else 0
         kafka_quorum = {"cluster_id": self.kafka_quorum.cluster_id, "bootstrap": self.kafka_quorum.bootstrap,
-                        "controllers": self.kafka_quorum.controller_ids()} if self.kafka_quorum else None
+                        "controllers": self.kafka_quorum.controller_ids(),
+                        "brokers": self.kafka_quorum.broker_ids()} if self.kafka_quorum else None
         # replaced whole: `status`, `chaos` and the tests read it while the supervisor rewrites it
         write_atomically(self.state_file, json.dumps({"launcher": os.getpid(), "pids": pids, "urls": self.urls,
                                                       "nodes": nodes, "job_restarts": restarts,

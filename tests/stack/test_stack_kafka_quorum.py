@@ -11,7 +11,7 @@ import time
 
 from tests.prometheus_tools import rule, seconds
 
-from .conftest import alert_summaries, await_value, firing, health_events, promql, stack_cli
+from .conftest import alert_summaries, await_value, firing, health_events, promql, promql_range, stack_cli
 
 
 def kafka_quorum_calm(state, cluster: str) -> bool:
@@ -58,3 +58,41 @@ def test_a_frozen_kafka_controller_pages_with_its_cause_and_resolves_once_contin
     # the health topic has this incident's verdicts too (so the quiet check above could fail)
     assert (frozen, "unreachable") in {(e.get("replica_id"), e.get("status")) for e in health_events(state)
                                        if e.get("cluster_id") == cluster and e.get("event") == "transition"}
+
+
+def test_freezing_the_broker_the_collector_polls_through_pages_nothing(stack):
+    """The collector's only path is the broker (`--bootstrap-server` names it alone): frozen, it
+    accepts connections and answers nothing, so every poll times out. The three controllers are
+    healthy throughout, and their own views (their metrics endpoints) say so: no voter may turn
+    unreachable and no quorum alert may fire or even go pending, while the collector's failures
+    are shown for what they are."""
+    run_dir, state = stack
+    cluster = state["kafka_quorum"]["cluster_id"]
+    broker, = state["kafka_quorum"]["brokers"]
+    await_value(f"the Kafka quorum {cluster} healthy in Prometheus", lambda: kafka_quorum_calm(state, cluster), 180)
+    out = stack_cli(run_dir, "chaos", "freeze", f"kafka-{broker}")
+    assert out.returncode == 0, out.stdout + out.stderr
+    at = time.time()
+    bad_statuses = f'quorum_status{{cluster="{cluster}",status=~"no_majority|leaderless|stalled|unobserved"}} == 1'
+    unreachable = f'quorum_replica_status{{cluster="{cluster}",role="voter",status="unreachable"}} == 1'
+    quorum_alerts = f'ALERTS{{cluster="{cluster}"}}'
+    try:
+        await_value("the collector's polls failing", lambda: promql(
+            state, f'quorum_collector_poll_failures{{cluster="{cluster}"}} >= 3'), 30, 0.5)
+        print(f"broker {broker} frozen: polls failing after {time.time() - at:.1f} s")
+        # past QuorumNoMajority's and QuorumLeaderless' `for:` (15 s) with a margin, checked as we go
+        end = at + seconds(rule("QuorumNoMajority")["for"]) + 20
+        while time.time() < end:
+            for query in (bad_statuses, unreachable, quorum_alerts):
+                assert promql(state, query) == [], (query, promql(state, query))
+            time.sleep(1)  # one look a second, as Prometheus scrapes
+        assert promql(state, f'quorum_status{{cluster="{cluster}",status="healthy"}} == 1')
+        assert promql(state, f'quorum_collector_poll_error{{cluster="{cluster}",error="timeout"}} == 1')
+    finally:
+        healed = stack_cli(run_dir, "chaos", "heal")
+        assert healed.returncode == 0, healed.stdout + healed.stderr
+    # the whole window, as Prometheus recorded it: not one sample of a paging status
+    for query in (bad_statuses, unreachable):
+        assert promql_range(state, query, at, time.time()) == [], query
+    await_value(f"the Kafka quorum {cluster} healthy again, no alert", lambda: kafka_quorum_calm(state, cluster), 120)
+    assert promql(state, f'quorum_collector_poll_failures{{cluster="{cluster}"}} == 0')
