@@ -390,6 +390,7 @@ class Collection:
             self.poller.want_cluster_id = False
         if outcome.info is not None:
             self.voters = tuple(v.replica_id for v in outcome.info.voters)
+        now_ms = int(time.time() * 1000)  # the answer's time, before the round waits for the endpoints
         metrics: list[events.Record] = []
         silent: dict[int, str] = {}
         refusing: list[int] = []
@@ -397,7 +398,6 @@ class Collection:
             metrics, silent, refusing = self.node_metrics.finish(scrapes, self.cluster_id or "", self.voters)
         if not self.cluster_id:
             return Poll(outcome, [], silent)
-        now_ms = int(time.time() * 1000)
         record = record_of(outcome, self.cluster_id, self.source, now_ms, self.interval_ms, refused_nodes=refusing)
         return Poll(outcome, [record] + metrics, silent)
 
