@@ -19,7 +19,7 @@ from pathlib import Path
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from quorum import jvm
+from quorum import jvm, kafka_logging
 from quorum.loopback_ports import free_port
 
 DEFAULT_START_TIMEOUT_S = 90.0
@@ -44,31 +44,16 @@ SINGLE_NODE_SETTINGS = {
     "num.recovery.threads.per.data.dir": "1",
 }
 
-LOG4J2_PROPERTIES = """\
-# Kafka's log: INFO and above, to standard output (the launcher writes it to a file).
-status = warn
-appender.out.type = Console
-appender.out.name = OUT
-appender.out.layout.type = PatternLayout
-appender.out.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = INFO
-rootLogger.appenderRef.out.ref = OUT
-logger.request.name = kafka.request.logger
-logger.request.level = WARN
-logger.authorizer.name = kafka.authorizer.logger
-logger.authorizer.level = WARN
-"""
-
-
 class BrokerError(RuntimeError):
     pass
 
 
-def java_command(heap: str, log4j: Path) -> list[str]:
-    """The JVM and its options for one Kafka process (a node or StorageTool), Kafka's jars on the
-    class path, its log set up by `log4j` (a file holding LOG4J2_PROPERTIES)."""
+def java_command(heap: str, log_config: Path, version: str | None = None) -> list[str]:
+    """The JVM and its options for one Kafka process (a node or StorageTool) of Kafka `version`
+    (None: the pinned default), its jars on the class path, its log set up by `log_config`
+    (kafka_logging.write_config's file for the same version)."""
     return [jvm.java(), f"-Xmx{heap}", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true",
-            f"-Dlog4j2.configurationFile={log4j}", "-cp", jvm.classpath(jvm.KAFKA)]
+            kafka_logging.jvm_option(log_config, version), "-cp", jvm.kafka_classpath(version)]
 
 
 def write_properties(path: Path, properties: dict[str, str]) -> Path:
@@ -177,8 +162,7 @@ class KafkaBroker:
     def _launch(self, timeout_s: float) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         config = write_properties(self.data_dir / "server.properties", self.server_properties())
-        log4j = self.data_dir / "log4j2.properties"
-        log4j.write_text(LOG4J2_PROPERTIES)
+        log4j = kafka_logging.write_config(self.data_dir)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log_file = open(self.log_path, "ab")
         base = java_command(self.heap, log4j)
