@@ -49,28 +49,34 @@ fi
 
 # The JVM parts, one directory per profile of the manifest; a directory is fetched again when
 # the manifest changes. Maven caches the artifacts in ~/.m2, so a new profile directory is a copy.
+# Besides the pinned Kafka, the older Kafka lines the selected real-Kafka test matrix runs
+# (QUORUM_KAFKA_MATRIX: CI's subset unless `full` or a list of shapes) and those
+# QUORUM_KAFKA_VERSIONS names (e.g. "3.7.2 4.0.2", or "all"); quorum/kafka_shapes.py says which.
 JVM_DIR="${QUORUM_JVM_DIR:-$ROOT/.jvm}"
 manifest="$ROOT/deploy/jvm/pom.xml"
 jvm_stamp="$(sha256sum "$manifest" | cut -c1-16)"
 command -v mvn >/dev/null || { echo "Maven is needed to fetch the JVM parts (mvn not on PATH)" >&2; exit 1; }
-for profile in kafka spark-kafka jmx-exporter; do
+kafka_profiles="$("$VENV/bin/python" -m quorum.kafka_shapes profiles)"
+for profile in $kafka_profiles spark-kafka jmx-exporter; do
   dir="$JVM_DIR/$profile"
   if [ -f "$dir/.fetched-$jvm_stamp" ]; then
     say "JVM parts present: $profile ($(ls "$dir" | grep -c '\.jar$') jars in $dir)"
     continue
   fi
   say "fetching the JVM parts of profile '$profile' from Maven Central into $dir"
-  rm -rf "$dir"
+  # fetched beside the old directory and swapped in, so a JVM starting meanwhile finds jars
+  rm -rf "$dir.partial"
   log="$JVM_DIR/mvn-$profile.log"
   mkdir -p "$JVM_DIR"
   if ! mvn -B -f "$manifest" -P "$profile" dependency:copy-dependencies -DincludeScope=runtime \
-        -DoutputDirectory="$dir" >"$log" 2>&1; then
+        -DoutputDirectory="$dir.partial" >"$log" 2>&1; then
     grep -E "ERROR|Could not" "$log" | head -n 8 >&2
     echo "fetching the JVM parts of '$profile' failed: Maven could not resolve" \
          "$(grep -oE "Could not (resolve|find|transfer)[^:]*: [^ ]+" "$log" | head -n 1 | sed 's/.*: //')" \
          "(is Maven Central reachable?); full log: $log" >&2
     exit 1
   fi
-  touch "$dir/.fetched-$jvm_stamp"
+  touch "$dir.partial/.fetched-$jvm_stamp"
+  rm -rf "$dir.old" && { [ ! -d "$dir" ] || mv "$dir" "$dir.old"; } && mv "$dir.partial" "$dir" && rm -rf "$dir.old"
 done
 export QUORUM_JVM_DIR="$JVM_DIR"
