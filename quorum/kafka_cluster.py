@@ -1,17 +1,21 @@
-"""A real Apache Kafka KRaft cluster on loopback: dedicated controllers (three by default),
-formatted with `--initial-controllers` so that the voter set is dynamic (KIP-853) as Kafka 4.x
-makes it, and brokers (one by default), which follow the quorum as observers. With
-`other_voters` (voters outside the cluster: a project node's id and port) the quorum is static
-instead (`controller.quorum.voters`, kraft.version 0) and they are among its voters.
+"""A real Apache Kafka KRaft cluster on loopback, in the shapes users run (quorum/kafka_shapes.py):
+- any pinned Kafka version (`kafka_version`, deploy/jvm/pom.xml; the default one unless told);
+- topology `dedicated`: controllers (three by default) and brokers (one by default), which
+  follow the quorum as observers; or `combined`: every node is broker and controller at once
+  (process.roles=broker,controller), with a client (PLAINTEXT) port and a CONTROLLER port;
+- voter set `dynamic`: formatted with `--initial-controllers` (KIP-853, Kafka 3.9 on), as Kafka
+  4.x makes it; or `static`: `controller.quorum.voters` (kraft.version 0, no directory ids in
+  the voter set), the only kind Kafka 3.7 has. With `other_voters` (voters outside the cluster:
+  a project node's id and port) the quorum is static and they are among its voters.
 
 Each node has its own ports, data directory and log under one base directory. Faults are the
 real ones: a node is frozen (SIGSTOP), killed (SIGKILL), stopped in order or restarted from its
 data. With `cgroup_parent` each node runs in a cgroup of its own from its first instruction, so
 kernel packet-filter rules can tell its traffic apart (see tests/packet_filter.py).
 
-  with KafkaCluster() as cluster:
-      cluster.bootstrap              # the brokers, for clients and `quorum collect`
-      cluster.bootstrap_controllers  # the controllers, for `kafka-metadata-quorum --bootstrap-controller`
+  with KafkaCluster(kafka_version="3.9.1", topology="combined", voter_set="static") as cluster:
+      cluster.bootstrap              # the brokers' client ports, for clients and `quorum collect`
+      cluster.bootstrap_controllers  # the CONTROLLER ports, for `kafka-metadata-quorum --bootstrap-controller`
       cluster.leader()
 """
 from __future__ import annotations
@@ -28,15 +32,18 @@ from pathlib import Path
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from quorum import jvm
+from quorum import jvm, kafka_logging
 from quorum.cgroup import preexec_joining
-from quorum.describe_tool import DescribeError, QuorumInfo, fetch_quorum, quorum_info
-from quorum.kafka_broker import (LOG4J2_PROPERTIES, SINGLE_NODE_SETTINGS, BrokerError, java_command,
-                                 random_cluster_id, terminate, write_properties)
+from quorum.describe_tool import DescribeError, QuorumInfo, quorum_info
+from quorum.kafka_broker import (SINGLE_NODE_SETTINGS, BrokerError, java_command, random_cluster_id,
+                                 terminate, write_properties)
+from quorum.kafka_shapes import FIRST_DYNAMIC, TOPOLOGIES, VOTER_SETS
 from quorum.loopback_ports import free_port
 from quorum.node.peer_client import describe_quorum_directly
+from quorum.tcp_connections import remote_ports
 
 DEFAULT_START_TIMEOUT_S = 120.0
+FORMAT_TIMEOUT_S = 120.0  # StorageTool: a JVM that formats and exits, seconds even on a loaded machine
 JMX_EXPORTER_RULES = jvm.REPOSITORY / "deploy" / "kafka-jmx-exporter.yml"
 CONTROLLER_HEAP = "256m"
 BROKER_HEAP = "512m"
@@ -54,15 +61,28 @@ def jmx_exporter_agent(host: str, port: int) -> str:
 
 @dataclass
 class KafkaNode:
-    """One process of the cluster: a controller or a broker."""
+    """One process of the cluster: a controller, a broker, or both (combined)."""
     node_id: int
-    role: str  # "controller" or "broker"
-    port: int
+    role: str  # "controller", "broker" or "combined"
+    port: int  # its client (PLAINTEXT) listener; a dedicated controller's CONTROLLER listener
     data_dir: Path
+    controller_port: int | None = None  # its CONTROLLER listener (a dedicated controller's is `port`)
     directory_id: str = field(default_factory=random_directory_id)
     metrics_port: int | None = None  # the JMX exporter agent's HTTP port, when attached
     proc: subprocess.Popen | None = None
     log_file: object = None
+
+    @property
+    def is_controller(self) -> bool:
+        return self.role in ("controller", "combined")
+
+    @property
+    def is_broker(self) -> bool:
+        return self.role in ("broker", "combined")
+
+    @property
+    def process_roles(self) -> str:
+        return "broker,controller" if self.role == "combined" else self.role
 
     @property
     def log_path(self) -> Path:
@@ -77,16 +97,34 @@ class KafkaNode:
 
 
 class KafkaCluster:
-    """Controllers 1..N (voters at the start) and brokers N+1.. on loopback; a context manager."""
+    """Controllers (or combined nodes) 1..N, the voters at the start, and brokers N+1.. on
+    loopback; a context manager."""
 
-    def __init__(self, controllers: int = 3, brokers: int = 1, base_dir: str | os.PathLike | None = None,
+    def __init__(self, controllers: int = 3, brokers: int | None = None, base_dir: str | os.PathLike | None = None,
                  host: str = "127.0.0.1", cluster_id: str | None = None, cgroup_parent: Path | None = None,
                  controller_heap: str = CONTROLLER_HEAP, broker_heap: str = BROKER_HEAP,
                  settings: dict[str, str] | None = None, jmx_exporter: bool = False,
-                 other_voters: dict[int, int] | None = None):
-        """`jmx_exporter`: attach the Prometheus JMX exporter agent to every node, serving
-        Kafka's metrics (raft-metrics among them) at `metrics_url(node_id)`. `other_voters`: id ->
-        loopback port of voters that are not Kafka nodes; the quorum is then static."""
+                 other_voters: dict[int, int] | None = None, kafka_version: str | None = None,
+                 topology: str = "dedicated", voter_set: str | None = None):
+        """`controllers`: the voters at the start, dedicated controllers or, with topology
+        `combined`, nodes that are brokers too. `brokers`: broker-only nodes besides (default 1
+        for `dedicated`, 0 for `combined`). `jmx_exporter`: attach the Prometheus JMX exporter
+        agent to every node, serving Kafka's metrics (raft-metrics among them) at
+        `metrics_url(node_id)`. `other_voters`: id -> loopback port of voters that are not Kafka
+        nodes; the quorum is then static. `kafka_version`: one deploy/jvm/pom.xml pins (default:
+        the `kafka` profile's). `voter_set`: `dynamic` or `static` (default: static with
+        other_voters, else dynamic)."""
+        self.kafka_version = kafka_version or jvm.default_kafka_version()
+        jvm.kafka_profile(self.kafka_version)  # a version the manifest does not pin fails here, by name
+        self.topology = topology
+        self.voter_set = voter_set or ("static" if other_voters else "dynamic")
+        if topology not in TOPOLOGIES or self.voter_set not in VOTER_SETS:
+            raise ValueError(f"topology {topology!r} / voter set {self.voter_set!r}: expected one of "
+                             f"{TOPOLOGIES} / {VOTER_SETS}")
+        if other_voters and self.voter_set != "static":
+            raise ValueError("other voters join through controller.quorum.voters: the voter set is static")
+        if self.dynamic and self._kafka_line() < FIRST_DYNAMIC:
+            raise ValueError(f"Kafka {self.kafka_version} has static voter sets only (KIP-853 came in 3.9)")
         self.host = host
         self.other_voters = dict(other_voters or {})
         self.jmx_exporter = jmx_exporter
@@ -94,17 +132,34 @@ class KafkaCluster:
         self._own_dir = base_dir is None
         self.base_dir = Path(base_dir) if base_dir else Path(tempfile.mkdtemp(prefix="kafka-cluster-"))
         self.cgroup_parent = cgroup_parent
-        self.heap = {"controller": controller_heap, "broker": broker_heap}
+        # a combined node holds a broker's caches and the controller's: the broker's heap
+        self.heap = {"controller": controller_heap, "broker": broker_heap, "combined": broker_heap}
         self.settings = dict(settings or {})
         self.nodes: dict[int, KafkaNode] = {}
+        if brokers is None:
+            brokers = 0 if self.combined else 1
         for i in range(1, controllers + 1):
-            self._add_node(i, "controller")
+            self._add_node(i, "combined" if self.combined else "controller")
         for i in range(controllers + 1, controllers + brokers + 1):
             self._add_node(i, "broker")
         self.initial_controllers = self.controller_ids()
 
+    @property
+    def combined(self) -> bool:
+        return self.topology == "combined"
+
+    @property
+    def dynamic(self) -> bool:
+        return self.voter_set == "dynamic"
+
+    def _kafka_line(self) -> tuple[int, int]:
+        major, minor = self.kafka_version.split(".")[:2]
+        return int(major), int(minor)
+
     def _add_node(self, node_id: int, role: str) -> KafkaNode:
-        node = KafkaNode(node_id, role, free_port(self.host), self.base_dir / f"{role}-{node_id}",
+        port = free_port(self.host)
+        controller_port = port if role == "controller" else free_port(self.host) if role == "combined" else None
+        node = KafkaNode(node_id, role, port, self.base_dir / f"{role}-{node_id}", controller_port,
                          metrics_port=free_port(self.host) if self.jmx_exporter else None)
         self.nodes[node_id] = node
         return node
@@ -112,16 +167,37 @@ class KafkaCluster:
     # --- addresses --------------------------------------------------------------------------------
 
     def controller_ids(self) -> list[int]:
-        return sorted(i for i, n in self.nodes.items() if n.role == "controller")
+        """The nodes with a controller's role: dedicated controllers, or every combined node."""
+        return sorted(i for i, n in self.nodes.items() if n.is_controller)
 
     def broker_ids(self) -> list[int]:
-        return sorted(i for i, n in self.nodes.items() if n.role == "broker")
+        """The nodes with a broker's role: brokers, or every combined node."""
+        return sorted(i for i, n in self.nodes.items() if n.is_broker)
 
     def endpoint(self, node_id: int) -> str:
+        """The node's first listener: a broker's or combined node's client port, a dedicated
+        controller's CONTROLLER port."""
         return f"{self.host}:{self.nodes[node_id].port}"
+
+    def controller_endpoint(self, node_id: int) -> str:
+        """The node's CONTROLLER listener, where voters and `--bootstrap-controller` reach it."""
+        return f"{self.host}:{self.nodes[node_id].controller_port}"
 
     def metrics_url(self, node_id: int) -> str:
         return f"http://{self.host}:{self.nodes[node_id].metrics_port}/metrics"
+
+    def node_of_port(self, port: int) -> int | None:
+        """The node that listens on `port` (client, CONTROLLER or metrics), if any."""
+        for node_id, node in self.nodes.items():
+            if port in (node.port, node.controller_port, node.metrics_port):
+                return node_id
+        return None
+
+    def connected_nodes(self, pid: int | None = None) -> set[int]:
+        """The nodes process `pid` (default: this one) holds a TCP connection to, by the remote
+        port of each: which node a client talks to, when the node a test faults may be it."""
+        nodes = {self.node_of_port(port) for port in remote_ports(pid or os.getpid())}
+        return nodes - {None}
 
     @property
     def bootstrap(self) -> str:
@@ -130,7 +206,7 @@ class KafkaCluster:
     @property
     def static_voters(self) -> str:
         """`controller.quorum.voters` of a static quorum: the controllers and the other voters."""
-        ports = {**{i: self.nodes[i].port for i in self.initial_controllers}, **self.other_voters}
+        ports = {**{i: self.nodes[i].controller_port for i in self.initial_controllers}, **self.other_voters}
         return ",".join(f"{i}@{self.host}:{ports[i]}" for i in sorted(ports))
 
     def voter_ids(self) -> list[int]:
@@ -138,28 +214,33 @@ class KafkaCluster:
 
     @property
     def bootstrap_controllers(self) -> str:
-        return ",".join(self.endpoint(i) for i in self.controller_ids())
+        return ",".join(self.controller_endpoint(i) for i in self.controller_ids())
 
     def properties(self, node: KafkaNode) -> dict[str, str]:
         # static: the voters, fixed; dynamic: the controllers a node starts from, the voter set
         # itself living in the metadata log
-        quorum = {"controller.quorum.voters": self.static_voters} if self.other_voters else {
-            "controller.quorum.bootstrap.servers": ",".join(self.endpoint(i) for i in self.initial_controllers)}
-        common = {
+        quorum = {"controller.quorum.voters": self.static_voters} if not self.dynamic else {
+            "controller.quorum.bootstrap.servers": ",".join(self.controller_endpoint(i)
+                                                            for i in self.initial_controllers)}
+        listeners = []
+        own = {"process.roles": node.process_roles}
+        if node.is_broker:
+            client = f"PLAINTEXT://{self.endpoint(node.node_id)}"
+            listeners.append(client)
+            own.update({"advertised.listeners": client, "inter.broker.listener.name": "PLAINTEXT"})
+        if node.is_controller:
+            listeners.append(f"CONTROLLER://{self.controller_endpoint(node.node_id)}")
+        return {
             "node.id": str(node.node_id),
             **quorum,
             "controller.listener.names": "CONTROLLER",
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
             "log.dirs": str(node.data_dir / "data"),
             **SINGLE_NODE_SETTINGS,
+            "listeners": ",".join(listeners),
+            **own,
+            **self.settings,
         }
-        if node.role == "controller":
-            own = {"process.roles": "controller", "listeners": f"CONTROLLER://{self.endpoint(node.node_id)}"}
-        else:
-            own = {"process.roles": "broker", "listeners": f"PLAINTEXT://{self.endpoint(node.node_id)}",
-                   "advertised.listeners": f"PLAINTEXT://{self.endpoint(node.node_id)}",
-                   "inter.broker.listener.name": "PLAINTEXT"}
-        return {**common, **own, **self.settings}
 
     # --- life cycle -------------------------------------------------------------------------------
 
@@ -170,10 +251,11 @@ class KafkaCluster:
         and nothing is awaited."""
         try:
             for node in self.nodes.values():
-                self._format(node, initial=node.node_id in self.initial_controllers)
+                self._format(node)
             # Brokers once the controllers have elected a leader they all follow: a broker started
             # while the first elections still flip can keep asking a controller that is no longer
-            # active, and give up registering after a minute (seen with Kafka 4.4.0)
+            # active, and give up registering after a minute (seen with Kafka 4.4.0). Combined
+            # nodes start with the controllers: they are some of them.
             for node_id in self.controller_ids():
                 self._spawn(self.nodes[node_id])
             if not await_quorum:
@@ -181,7 +263,8 @@ class KafkaCluster:
             self.wait_for(self._controllers_formed, timeout_s, "a controller leader every controller follows")
             if self.broker_ids():
                 for node_id in self.broker_ids():
-                    self._spawn(self.nodes[node_id])
+                    if not self.nodes[node_id].running():
+                        self._spawn(self.nodes[node_id])
                 admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
                 self.wait_for(lambda: self._formed(admin), timeout_s,
                               "a leader, every node fetching and every broker registered")
@@ -190,38 +273,45 @@ class KafkaCluster:
             raise
         return self
 
-    def _format(self, node: KafkaNode, initial: bool) -> None:
+    def _format(self, node: KafkaNode) -> None:
         if (node.data_dir / "data" / "meta.properties").exists():
             return
         config = self._write_files(node)
-        if self.other_voters:  # static: the voters come from controller.quorum.voters
-            quorum_args = []
-        elif initial:  # the voter set of the cluster's first metadata: the initial controllers
-            voters = ",".join(f"{i}@{self.endpoint(i)}:{self.nodes[i].directory_id}" for i in self.initial_controllers)
-            quorum_args = ["--initial-controllers", voters]
-        else:  # a broker, or a controller that joins later through add-controller
-            quorum_args = ["--no-initial-controllers"]
         with open(node.log_path, "ab") as log:
-            fmt = subprocess.run(java_command("256m", node.data_dir / "log4j2.properties")
+            # `--cluster-id` and `--config`: the long forms every Kafka line has (3.7 documents -t, -c)
+            fmt = subprocess.run(self._java(node, "256m")
                                  + ["kafka.tools.StorageTool", "format", "--cluster-id", self.cluster_id,
-                                    "--config", str(config), *quorum_args],
-                                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                                    "--config", str(config), *self._format_quorum_args(node)],
+                                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                 timeout=FORMAT_TIMEOUT_S)
         if fmt.returncode != 0:
             raise BrokerError(f"formatting {node.role} {node.node_id}'s storage failed (exit {fmt.returncode});"
                               f" log: {node.log_path}")
         meta = (node.data_dir / "data" / "meta.properties").read_text()
         node.directory_id = next(line.split("=", 1)[1] for line in meta.splitlines() if line.startswith("directory.id="))
 
+    def _format_quorum_args(self, node: KafkaNode) -> list[str]:
+        if not self.dynamic:  # static: the voters come from controller.quorum.voters
+            return []
+        if node.node_id in self.initial_controllers:  # the voter set of the cluster's first metadata
+            return ["--initial-controllers", ",".join(f"{i}@{self.controller_endpoint(i)}:{self.nodes[i].directory_id}"
+                                                      for i in self.initial_controllers)]
+        return ["--no-initial-controllers"]  # a broker, or a controller that joins later through add-controller
+
+    def _java(self, node: KafkaNode, heap: str) -> list[str]:
+        """The JVM for one of the node's processes, its log set up as the node's Kafka version reads it."""
+        return java_command(heap, kafka_logging.config_path(node.data_dir, self.kafka_version), self.kafka_version)
+
     def _write_files(self, node: KafkaNode) -> Path:
         node.data_dir.mkdir(parents=True, exist_ok=True)
-        (node.data_dir / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
+        kafka_logging.write_config(node.data_dir, self.kafka_version)
         return write_properties(node.data_dir / "server.properties", self.properties(node))
 
     def _spawn(self, node: KafkaNode) -> None:
         self._write_files(node)
         node.log_file = open(node.log_path, "ab")
         agent = [jmx_exporter_agent(self.host, node.metrics_port)] if node.metrics_port else []
-        node.proc = subprocess.Popen(java_command(self.heap[node.role], node.data_dir / "log4j2.properties")
+        node.proc = subprocess.Popen(self._java(node, self.heap[node.role])
                                      + agent + ["kafka.Kafka", str(node.data_dir / "server.properties")],
                                      stdout=node.log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      start_new_session=True, preexec_fn=preexec_joining(self.cgroup_of(node.node_id)))
@@ -230,10 +320,15 @@ class KafkaCluster:
         return self.cgroup_parent / f"node-{node_id}" if self.cgroup_parent is not None else None
 
     def add_controller_node(self) -> int:
-        """Start a new controller that is not a voter: formatted with --no-initial-controllers it
-        follows the quorum as an observer until `kafka-metadata-quorum add-controller` makes it one."""
+        """Start a new (dedicated) controller that is not a voter: formatted with
+        --no-initial-controllers it follows the quorum as an observer until `kafka-metadata-quorum
+        add-controller` makes it one. Only a dynamic voter set takes new voters."""
+        if not self.dynamic:
+            raise BrokerError(f"a static voter set (controller.quorum.voters) takes no new controller: "
+                              f"add-controller needs a dynamic one (KIP-853); this cluster is "
+                              f"{self.kafka_version}-{self.topology}-{self.voter_set}")
         node = self._add_node(max(self.nodes) + 1, "controller")
-        self._format(node, initial=False)
+        self._format(node)
         self._spawn(node)
         return node.node_id
 
@@ -263,6 +358,23 @@ class KafkaCluster:
         terminate(node.proc, timeout_s)
         self._close(node)
 
+    def _stop_all(self, node_ids: list[int], timeout_s: float) -> None:
+        """SIGTERM to each (a frozen one continued first), SIGKILL to those still running after
+        `timeout_s`."""
+        running = [self.nodes[i] for i in node_ids if self.nodes[i].running()]
+        for node in running:
+            node.proc.send_signal(signal.SIGCONT)
+            node.proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        for node in running:
+            try:
+                node.proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                node.proc.kill()
+                node.proc.wait()
+        for node_id in node_ids:
+            self._close(self.nodes[node_id])
+
     def restart(self, node_id: int) -> None:
         """Start a stopped or killed node again from its data."""
         node = self.nodes[node_id]
@@ -277,10 +389,13 @@ class KafkaCluster:
             node.log_file = None
 
     def stop(self, timeout_s: float = 30.0, keep_files: bool = False) -> None:
-        """Brokers first, then the controllers (a broker shuts down in order only while the
-        quorum answers); the base directory, if this object made it, goes unless `keep_files`."""
-        for node_id in self.broker_ids() + self.controller_ids():
-            self.stop_node(node_id, timeout_s)
+        """Brokers first, then the controllers and combined nodes, all of a group at once (a
+        broker, a combined node's too, shuts down in order only while the quorum answers: one
+        at a time, the last combined nodes would wait for a majority that is gone); the base
+        directory, if this object made it, goes unless `keep_files`."""
+        brokers = [i for i, n in self.nodes.items() if not n.is_controller]
+        for group in (brokers, self.controller_ids()):
+            self._stop_all(group, timeout_s)
         for node_id in self.nodes:
             cgroup = self.cgroup_of(node_id)
             if cgroup is not None and cgroup.exists():
@@ -297,17 +412,21 @@ class KafkaCluster:
     # --- what the quorum says ---------------------------------------------------------------------
 
     def describe(self, timeout_ms: int = 3000) -> QuorumInfo:
-        """DescribeQuorum, through the brokers; without brokers, from whichever voter leads."""
+        """DescribeQuorum through the brokers (any forwards it to the leader); without brokers,
+        from whichever voter leads. Each asked on a connection of its own, at the version this
+        Kafka answers: kafka-python's admin client cannot read a v0/v1 answer (Kafka 3.7's)."""
         if self.broker_ids():
-            _, answer = fetch_quorum(self.bootstrap, {}, timeout_ms)
-            return quorum_info(answer)
-        ports = {**{i: n.port for i, n in self.nodes.items() if n.role == "controller"}, **self.other_voters}
+            ports = {i: self.nodes[i].port for i in self.broker_ids() if self.nodes[i].running()}
+        else:
+            ports = {**{i: n.controller_port for i, n in self.nodes.items() if n.is_controller}, **self.other_voters}
+        last: Exception | None = None
         for node_id, port in sorted(ports.items()):
             try:
-                return quorum_info(describe_quorum_directly(node_id, self.host, port, timeout_ms / 1000))
-            except (OSError, DescribeError):
-                continue
-        raise DescribeError("no voter answered DescribeQuorum as the leader")
+                return quorum_info(describe_quorum_directly(node_id, self.host, port, timeout_ms / 1000,
+                                                            self.describe_version))
+            except (OSError, DescribeError) as e:
+                last = e
+        raise DescribeError(f"no node answered DescribeQuorum with the quorum (last: {last})")
 
     def leader(self) -> int:
         return self.describe().leader_id
@@ -352,7 +471,14 @@ class KafkaCluster:
     def describe_controller(self, node_id: int, timeout_s: float = 2.0) -> QuorumInfo:
         """DescribeQuorum sent straight to one controller: only the leader answers with the
         quorum, the others with NOT_LEADER_OR_FOLLOWER (DescribeError)."""
-        return quorum_info(describe_quorum_directly(node_id, self.host, self.nodes[node_id].port, timeout_s))
+        return quorum_info(describe_quorum_directly(node_id, self.host, self.nodes[node_id].controller_port,
+                                                    timeout_s, self.describe_version))
+
+    @property
+    def describe_version(self) -> int:
+        """The DescribeQuorum version this Kafka answers: v2 (directory ids, endpoints) came with
+        KIP-853 in 3.9; 3.7 closes the connection on it."""
+        return 2 if self._kafka_line() >= FIRST_DYNAMIC else 1
 
     def _controllers_formed(self) -> bool:
         """A controller leads, and every controller of the voter set follows it (other voters

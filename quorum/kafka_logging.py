@@ -43,13 +43,15 @@ def uses_log4j2(version: str | None = None) -> bool:
     return jvm.kafka_major(version) >= 4
 
 
+def config_path(directory: Path, version: str | None = None) -> Path:
+    """Where write_config puts Kafka `version`'s log configuration in `directory`."""
+    return directory / ("log4j2.properties" if uses_log4j2(version) else "log4j.properties")
+
+
 def write_config(directory: Path, version: str | None = None) -> Path:
     """The log configuration Kafka `version` reads, written into `directory`; its path."""
-    if uses_log4j2(version):
-        path, text = directory / "log4j2.properties", LOG4J2_PROPERTIES
-    else:
-        path, text = directory / "log4j.properties", LOG4J_PROPERTIES
-    path.write_text(text)
+    path = config_path(directory, version)
+    path.write_text(LOG4J2_PROPERTIES if uses_log4j2(version) else LOG4J_PROPERTIES)
     return path
 
 

@@ -37,10 +37,12 @@ class PacketFilter:
         iptables("-I", "OUTPUT", "-j", self.chain)
 
     def cut(self, node_id: int) -> None:
-        """Drop every packet into the node's listener, and every packet the node sends to the
-        other controllers' listeners; everything else (the node's other ports) still flows."""
-        peers = [self.cluster.nodes[i].port for i in self.cluster.controller_ids() if i != node_id]
-        self.cut_process(self.cluster.nodes[node_id].port, peers, self.cluster.cgroup_of(node_id))
+        """Drop every packet into the node's CONTROLLER listener (a broker's: its client one), and
+        every packet the node sends to the other controllers' CONTROLLER listeners; everything
+        else (the node's other ports, a combined node's client port among them) still flows."""
+        node, nodes = self.cluster.nodes[node_id], self.cluster.nodes
+        peers = [nodes[i].controller_port for i in self.cluster.controller_ids() if i != node_id]
+        self.cut_process(node.controller_port or node.port, peers, self.cluster.cgroup_of(node_id))
 
     def cut_process(self, listener_port: int, peer_ports: list[int], cgroup: Path) -> None:
         """The same for any process in a cgroup of its own: its listener, and its way to the peers."""
