@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from quorum import jvm
-from quorum.kafka_shapes import CI_IDS, FULL_IDS, ShapeError, ci, extra_versions, full, parse, profiles_to_fetch, selected
+from quorum.kafka_shapes import (CI_IDS, FULL_IDS, ShapeError, ci, extra_versions, full, parse, profiles_to_fetch,
+                                 selected)
 
 
 @pytest.mark.parametrize("text", FULL_IDS + CI_IDS)
