@@ -2,7 +2,13 @@
 poll (its Collection, at the documented 1 s interval) on a thread, each record encoded and
 decoded by the event contract and folded at once into the job's health state machine
 (streaming.health.tracker), as a 1 s trigger would see it. Tests fault the cluster and await
-verdicts with deadlines; every verdict carries the wall time it was reached."""
+verdicts with deadlines; every verdict carries the wall time it was reached.
+
+The package runs once per cluster shape (quorum/kafka_shapes.py: a Kafka version, dedicated or
+combined nodes, a dynamic or static voter set), one cluster at a time: QUORUM_KAFKA_MATRIX
+selects the shapes (CI's two unless `full` or a list of ids). A test that needs a kind of shape
+says so with `@pytest.mark.kafka_shape(dynamic=True, combined=False)`, and is skipped, with the
+reason, on the others."""
 from __future__ import annotations
 
 import os
@@ -12,7 +18,7 @@ from typing import Any, Callable
 
 import pytest
 
-from quorum import events
+from quorum import events, kafka_shapes
 from quorum.collector import Collection, QuorumPoller
 from quorum.kafka_cluster import KafkaCluster
 from quorum.kafka_node_metrics import NodeMetricsReader
@@ -22,16 +28,59 @@ from streaming.health.tracker import QuorumTracker, new_state
 INTERVAL_MS = 1000  # quorum collect's default, the interval docs/deployment.md documents
 
 
+SHAPES = kafka_shapes.selected()
+SHAPE_MARKER = "kafka_shape"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", f"{SHAPE_MARKER}(dynamic=None, combined=None, reason=''): the cluster "
+                                       "shapes a real-Kafka test applies to (skipped on the others)")
+
+
+def shape_mismatch(shape: kafka_shapes.Shape, dynamic: bool | None = None, combined: bool | None = None,
+                   reason: str = "") -> str | None:
+    """Why a test that needs a dynamic (or static) voter set, or combined (or dedicated) nodes,
+    cannot run on `shape`; None when it can."""
+    wants = []
+    if dynamic is not None and shape.dynamic != dynamic:
+        wants.append("a dynamic voter set" if dynamic else "a static voter set")
+    if combined is not None and shape.combined != combined:
+        wants.append("combined nodes" if combined else "dedicated controllers")
+    if not wants:
+        return None
+    return f"needs {' and '.join(wants)}{f' ({reason})' if reason else ''}; {shape.id} has not"
+
+
+def pytest_collection_modifyitems(config, items):
+    # at collection, so that a test skipped for its shape starts nothing
+    for item in items:
+        shape = item.callspec.params.get("shape") if hasattr(item, "callspec") else None
+        marker = item.get_closest_marker(SHAPE_MARKER)
+        if isinstance(shape, kafka_shapes.Shape) and marker is not None:
+            why = shape_mismatch(shape, **marker.kwargs)
+            if why:
+                item.add_marker(pytest.mark.skip(reason=why))
+
+
+@pytest.fixture(scope="package", params=SHAPES, ids=[s.id for s in SHAPES])
+def shape(request) -> kafka_shapes.Shape:
+    """The cluster shape this round of the package runs on: `.version`, `.combined`, `.dynamic`."""
+    return request.param
+
+
 @pytest.fixture(scope="package")
-def kafka_cluster(tmp_path_factory):
-    """Three controllers and a broker, each node in a cgroup of its own (for tests/packet_filter.py)
-    and serving its metrics through the Prometheus JMX exporter agent. Package scope: its four JVMs
-    stop before the other suites run, which they would slow.
+def kafka_cluster(shape, tmp_path_factory):
+    """A cluster of `shape`: three controllers and a broker, or three combined nodes; each node in
+    a cgroup of its own (for tests/packet_filter.py) and serving its metrics through the
+    Prometheus JMX exporter agent. Package scope, per shape: its JVMs stop before the next
+    shape's start, and before the other suites run, which they would slow.
     Tests that fault it leave it as they found it: every node running, every voter fetching."""
     from packet_filter import cgroup2_root
     cgroups = cgroup2_root() / f"quorum-test-{os.getpid()}"
-    with KafkaCluster(base_dir=tmp_path_factory.mktemp("kafka-cluster"), cgroup_parent=cgroups,
-                      jmx_exporter=True) as cluster:
+    started = time.monotonic()
+    with KafkaCluster(base_dir=tmp_path_factory.mktemp(f"kafka-cluster-{shape.id}"), cgroup_parent=cgroups,
+                      jmx_exporter=True, **shape.cluster_options()) as cluster:
+        print(f"\n{shape.id}: the cluster started in {time.monotonic() - started:.1f} s")
         yield cluster
     cgroups.rmdir()
 
