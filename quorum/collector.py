@@ -56,6 +56,7 @@ PROBE_TIMEOUT_S = 0.2  # a refused connection is answered within a round trip
 HEDGE_FRACTION = 0.3  # a node silent for this share of a poll's timeout: another is asked too
 SUSPECT_S = 30.0  # a node that was silent or unreachable is asked last for this long
 REBUILD_AFTER_FAILED_POLLS = 3  # the admin client is built anew after this many polls in a row fail
+WARM_UP_S = 10.0  # how long the collector tries to connect before its first poll
 
 
 @dataclass(frozen=True)
@@ -221,6 +222,20 @@ class QuorumPoller:
         return PollOutcome(box.get("describe_ms", latency), box["node_id"], info=box["info"],
                            cluster_id=box.get("cluster_id"))
 
+    def warm_up(self, timeout_s: float) -> str | None:
+        """Connect before the first poll (a new admin client asks ApiVersions and Metadata before
+        it can ask anything), so that no poll's timeout pays for it; the cluster id when asked
+        for and given. A cluster that cannot be reached now is left to the polls to report."""
+        box: dict[str, Any] = {}
+        try:
+            admin = self._client(box, bootstrap_timeout_ms=int(timeout_s * 1000))
+            return (admin.describe_cluster().get("cluster_id") or None) if self.want_cluster_id else None
+        except Exception:  # noqa: BLE001 - the polls publish what fails
+            with self._lock:
+                if box.get("bootstrap_failed"):
+                    self._next_server()
+            return None
+
     def close(self) -> None:
         with self._lock:
             self._drop_admin()
@@ -254,7 +269,7 @@ class QuorumPoller:
         except Exception as e:  # the cluster is the thing being watched: its failures are data
             box["error"] = e
 
-    def _client(self, box: dict[str, Any]):
+    def _client(self, box: dict[str, Any], bootstrap_timeout_ms: int | None = None):
         from kafka import KafkaAdminClient
         with self._lock:
             if self._admin is not None:
@@ -266,7 +281,7 @@ class QuorumPoller:
         try:
             # bootstrap gives up early enough to leave time for naming the failure (`probe`)
             admin = KafkaAdminClient(bootstrap_servers=server, request_timeout_ms=self.timeout_ms,
-                                     bootstrap_timeout_ms=max(1, self.timeout_ms * 3 // 4),
+                                     bootstrap_timeout_ms=bootstrap_timeout_ms or max(1, self.timeout_ms * 3 // 4),
                                      client_id="quorum-collector",
                                      **self.client_config)
         except Exception:
@@ -382,7 +397,15 @@ class Collection:
         self.node_metrics = node_metrics
         self.voters: tuple[int, ...] = ()
 
-    def poll(self) -> Poll:
+    def warm_up(self, timeout_s: float) -> None:
+        """Connect to the cluster before the first round (and learn its id, when not given)."""
+        cluster_id = self.poller.warm_up(timeout_s)
+        if cluster_id and not self.cluster_id:
+            self.cluster_id = cluster_id
+            self.poller.want_cluster_id = False
+
+    def poll(self, last: bool = False) -> Poll:
+        """One round; the `last` one (of `--count`) waits for every endpoint's answer."""
         scrapes = self.node_metrics.begin() if self.node_metrics else None
         outcome = self.poller.poll()
         if outcome.cluster_id and not self.cluster_id:
@@ -395,7 +418,7 @@ class Collection:
         silent: dict[int, str] = {}
         refusing: list[int] = []
         if scrapes is not None:
-            metrics, silent, refusing = self.node_metrics.finish(scrapes, self.cluster_id or "", self.voters)
+            metrics, silent, refusing = self.node_metrics.finish(scrapes, self.cluster_id or "", self.voters, last)
         if not self.cluster_id:
             return Poll(outcome, [], silent)
         record = record_of(outcome, self.cluster_id, self.source, now_ms, self.interval_ms, refused_nodes=refusing)
@@ -509,6 +532,8 @@ def run(args: argparse.Namespace) -> int:
     log.info("polling DescribeQuorum on %s every %d ms (timeout %d ms, job threshold %d ms), publishing to %s on %s",
              _path(args), args.interval_ms, timeout_ms, args.unreachable_after_ms, args.events_topic,
              args.events_bootstrap_server)
+    collection.warm_up(WARM_UP_S)
+    log.info("cluster id %s", collection.cluster_id or "not known yet (asked at every poll until one answers)")
     polls = 0
     last_error = None
     next_poll = time.monotonic()
@@ -517,7 +542,7 @@ def run(args: argparse.Namespace) -> int:
             time.sleep(max(0.0, next_poll - time.monotonic()))
             # fixed cadence; a late poll is not followed by a burst of catch-up polls
             next_poll = max(next_poll + args.interval_ms / 1000, time.monotonic())
-            result = collection.poll()
+            result = collection.poll(last=0 < args.count == polls + 1)
             outcome = result.outcome
             polls += 1
             if outcome.info is None and outcome.error != last_error:

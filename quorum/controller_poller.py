@@ -66,6 +66,23 @@ class ControllerQuorumPoller:
             return PollOutcome(int((time.monotonic() - start) * 1000), error=_failure_name(e))
         return PollOutcome(int((time.monotonic() - start) * 1000), node_id, info=info, cluster_id=cluster_id)
 
+    def warm_up(self, timeout_s: float) -> str | None:
+        """Agree the DescribeQuorum version with every controller before the first poll, so
+        that no poll's timeout pays for it; the cluster id when asked for."""
+        async def agree_all() -> str | None:
+            deadline = time.monotonic() + timeout_s
+            endpoints = self._endpoints()
+            results = await asyncio.gather(*(self._agree(self._connection(e), deadline) for e in endpoints),
+                                           return_exceptions=True)
+            for endpoint, version in zip(endpoints, results):
+                if isinstance(version, int):
+                    self._versions[endpoint] = version
+            return await self._cluster_id(-1, deadline) if self.want_cluster_id else None
+        try:
+            return asyncio.run_coroutine_threadsafe(agree_all(), self._loop).result(timeout_s + 1)
+        except Exception:  # noqa: BLE001 - the polls publish what fails
+            return None
+
     def close(self) -> None:
         async def close_all() -> None:
             for conn in self._conns.values():

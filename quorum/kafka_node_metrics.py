@@ -139,18 +139,19 @@ class NodeMetricsReader:
             futures[node] = carried[0] if carried else self._pool.submit(timed_scrape, url, self.timeout_s)
         return Scrapes(time.monotonic(), futures)
 
-    def finish(self, scrapes: Scrapes, cluster_id: str, voter_set: Iterable[int]
+    def finish(self, scrapes: Scrapes, cluster_id: str, voter_set: Iterable[int], last: bool = False
                ) -> tuple[list[events.Metrics], dict[int, str], list[int]]:
         """(records, errors by node, the nodes whose endpoint refused the connection); each record
-        is stamped with the time its scrape's answer came."""
+        is stamped with the time its scrape's answer came. The `last` round of a collector that
+        stops waits for every scrape's own timeout: there is no next round to carry one to."""
         voters = tuple(voter_set)
-        wait([f for f in scrapes.futures.values()], timeout=max(0.0, scrapes.started + WAIT_FRACTION * self.timeout_s
-                                                                  - time.monotonic()))
+        wait_s = self.timeout_s if last else WAIT_FRACTION * self.timeout_s
+        wait([f for f in scrapes.futures.values()], timeout=max(0.0, scrapes.started + wait_s - time.monotonic()))
         records, errors, refusing = [], {}, []
         for node, future in scrapes.futures.items():
             if not future.done():
                 self._running[node] = (future, scrapes.started)
-                errors[node] = f"no answer within {WAIT_FRACTION * self.timeout_s * 1000:.0f} ms"
+                errors[node] = f"no answer within {wait_s * 1000:.0f} ms"
                 continue
             try:
                 text, answered_ms = future.result()
