@@ -7,7 +7,9 @@ deploy/jvm/pom.xml puts the matching SLF4J binding in each Kafka profile.
 """
 from __future__ import annotations
 
+import atexit
 import functools
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -65,7 +67,9 @@ def jvm_option(config: Path, version: str | None = None) -> str:
 @functools.cache
 def _silent_log4j_config() -> Path:
     # log4j 1 has no switch for "off": without a configuration it warns on stderr instead
-    path = Path(tempfile.mkdtemp(prefix="kafka-log4j-")) / "log4j.properties"
+    directory = tempfile.mkdtemp(prefix="kafka-log4j-")
+    atexit.register(shutil.rmtree, directory, True)
+    path = Path(directory) / "log4j.properties"
     path.write_text("log4j.rootLogger=OFF\n")
     return path
 
