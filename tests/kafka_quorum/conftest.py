@@ -20,6 +20,7 @@ import pytest
 
 from quorum import events, kafka_shapes
 from quorum.collector import Collection, QuorumPoller
+from quorum.controller_poller import ControllerQuorumPoller
 from quorum.kafka_cluster import KafkaCluster
 from quorum.kafka_node_metrics import NodeMetricsReader
 from streaming.health.config import HealthConfig
@@ -87,16 +88,22 @@ def kafka_cluster(shape, tmp_path_factory):
 
 class Watch:
     def __init__(self, cluster, interval_ms: int = INTERVAL_MS, cfg: HealthConfig | None = None,
-                 node_metrics: bool = False):
+                 node_metrics: bool = False, path: str = "brokers"):
         """`node_metrics`: also read every node's JMX exporter endpoint, as `quorum collect
-        --node-metrics` does, and fold each node's `metrics` record in with the poll's."""
+        --node-metrics` does, and fold each node's `metrics` record in with the poll's. `path`:
+        poll through the brokers (`--bootstrap-server`, every broker listed) or the controllers
+        themselves (`--bootstrap-controller`)."""
         self.cluster = cluster
         self.interval_ms = interval_ms
         self.cfg = cfg or HealthConfig()
         reader = NodeMetricsReader({i: cluster.metrics_url(i) for i in cluster.nodes}, interval_ms) \
             if node_metrics else None
-        self.collection = Collection(QuorumPoller(cluster.bootstrap, timeout_ms=interval_ms, want_cluster_id=False),
-                                     cluster.bootstrap, interval_ms, cluster.cluster_id, reader)
+        if path == "controllers":
+            poller = ControllerQuorumPoller(cluster.bootstrap_controllers, timeout_ms=interval_ms,
+                                            want_cluster_id=False)
+        else:
+            poller = QuorumPoller(cluster.bootstrap, timeout_ms=interval_ms, want_cluster_id=False)
+        self.collection = Collection(poller, poller.bootstrap, interval_ms, cluster.cluster_id, reader)
         self.state = new_state(cluster.cluster_id, "__cluster_metadata", 0)
         self.records: list[dict[str, Any]] = []
         self.rows: list[dict[str, Any]] = []
@@ -161,15 +168,40 @@ class Watch:
         return self.await_row(mark, lambda r: r.get("replica_id") is None and r["status"] == status,
                               timeout_s, f"quorum {status}")
 
+    def polled_node(self) -> int:
+        """The node the collector's last answered poll went to: the one it talks to."""
+        with self._lock:
+            answered = [r["answered_by"] for r in self.records if r["type"] == "quorum_snapshot"]
+        return answered[-1]
+
+    def snapshot_times(self, since_ms: int) -> list[int]:
+        """The wall times of the snapshots (answered polls) since `since_ms`."""
+        with self._lock:
+            return [r["time_ms"] for r in self.records if r["type"] == "quorum_snapshot" and r["time_ms"] >= since_ms]
+
+    def poll_gaps_ms(self, since_ms: int) -> list[int]:
+        """The gaps between consecutive snapshots since `since_ms`."""
+        times = self.snapshot_times(since_ms)
+        return [b - a for a, b in zip(times, times[1:])]
+
+    def quorum_rows(self, mark: int, until: int | None = None) -> list[dict[str, Any]]:
+        """The quorum rows between two marks (`until` None: until now)."""
+        with self._lock:
+            return [r for r in self.rows[mark:until] if r["kind"] == "quorum"]
+
+    def replica_rows(self, mark: int, replica_id: int, until: int | None = None) -> list[dict[str, Any]]:
+        with self._lock:
+            return [r for r in self.rows[mark:until] if r["kind"] == "replica" and r["replica_id"] == replica_id]
+
     def latest(self, kind: str, replica_id: int | None = None) -> dict[str, Any] | None:
         with self._lock:
             rows = [r for r in self.rows if r["kind"] == kind and r.get("replica_id") == replica_id]
         return rows[-1] if rows else None
 
 
-def _watch(cluster, node_metrics: bool):
+def _watch(cluster, node_metrics: bool, path: str = "brokers"):
     cluster.wait_for(cluster.every_replica_fetching, 60, "every replica fetching")
-    w = Watch(cluster, node_metrics=node_metrics).start()
+    w = Watch(cluster, node_metrics=node_metrics, path=path).start()
     yield w
     w.close()
 
@@ -184,3 +216,9 @@ def watch(kafka_cluster):
 def watch_with_nodes(kafka_cluster):
     """DescribeQuorum and every node's own view (its JMX exporter endpoint), on a healthy cluster."""
     yield from _watch(kafka_cluster, node_metrics=True)
+
+
+@pytest.fixture
+def watch_controllers(kafka_cluster):
+    """`quorum collect --bootstrap-controller` with every node's own view: no broker on the path."""
+    yield from _watch(kafka_cluster, node_metrics=True, path="controllers")

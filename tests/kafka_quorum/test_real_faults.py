@@ -152,19 +152,24 @@ def test_a_follower_cut_off_by_the_network_is_partitioned_while_running_and_rejo
     follower = kafka_cluster.followers()[0]
     cut = PacketFilter(kafka_cluster)
 
+    # Kafka 4.0 brought pre-vote (KIP-996): before it a cut-off follower campaigns in ever higher epochs
+    pre_vote = tuple(int(x) for x in kafka_cluster.kafka_version.split(".")[:2]) >= (4, 0)
+
     def while_cut(mark, t0):
         assert kafka_cluster.nodes[follower].running()
         # it campaigns (its own view says so: partitioned) but pre-vote keeps it from disturbing
         # the leader: no new epoch
         time.sleep(3 * watch.cfg.fetch_timeout_ms / 1000)  # long enough to have campaigned
-        assert watch.latest("quorum")["leader_epoch"] == epoch
+        if pre_vote:
+            assert watch.latest("quorum")["leader_epoch"] == epoch
 
     try:
         fault_a_follower(watch, follower, lambda: cut.cut(follower), cut.heal, ("cut off", "healed"), S.PARTITIONED,
                          while_cut)
     finally:
         cut.close()
-    assert watch.latest("quorum")["leader_epoch"] == epoch
+    if pre_vote:
+        assert watch.latest("quorum")["leader_epoch"] == epoch
 
 
 def test_two_followers_stopped_leave_no_majority_and_the_high_watermark_stalls(watch, kafka_cluster):
@@ -189,6 +194,7 @@ def test_two_followers_stopped_leave_no_majority_and_the_high_watermark_stalls(w
     settle(watch, 60)
 
 
+@pytest.mark.kafka_shape(dynamic=True, reason="add-controller needs a dynamic voter set (KIP-853)")
 def test_adding_and_removing_a_controller_changes_the_voter_set_the_majority_counts(watch, kafka_cluster):
     mark = settle(watch)
     new = kafka_cluster.add_controller_node()
@@ -197,7 +203,7 @@ def test_adding_and_removing_a_controller_changes_the_voter_set_the_majority_cou
                                f"controller {new} following as an observer")
         config = str(kafka_cluster.nodes[new].data_dir / "server.properties")
         added = kafka_tool(METADATA_QUORUM, "--bootstrap-controller", kafka_cluster.bootstrap_controllers,
-                           "--command-config", config, "add-controller")
+                           "--command-config", config, "add-controller", version=kafka_cluster.kafka_version)
         assert added.returncode == 0, added.stdout + added.stderr
         row = watch.await_row(mark, lambda r: str(new) in r["reason"].split("->")[-1], 30,
                               f"a voter set with {new}", kind="voter_set")
@@ -211,7 +217,8 @@ def test_adding_and_removing_a_controller_changes_the_voter_set_the_majority_cou
         mark_removed = watch.mark()  # before the tool: its change can be polled before it exits
         removed = kafka_tool(METADATA_QUORUM, "--bootstrap-controller", kafka_cluster.bootstrap_controllers,
                              "remove-controller", "--controller-id", str(new),
-                             "--controller-directory-id", kafka_cluster.nodes[new].directory_id)
+                             "--controller-directory-id", kafka_cluster.nodes[new].directory_id,
+                             version=kafka_cluster.kafka_version)
         assert removed.returncode == 0, removed.stdout + removed.stderr
         row = watch.await_row(mark_removed, lambda r: str(new) not in r["reason"].split("->")[-1], 30,
                               f"a voter set without {new}", kind="voter_set")
@@ -223,3 +230,134 @@ def test_adding_and_removing_a_controller_changes_the_voter_set_the_majority_cou
         kafka_cluster.retire(new)
     pages = {S.SPLIT_BRAIN, S.NO_MAJORITY, S.STALLED_QUORUM, S.LEADERLESS}
     assert not [p for p in quorum_path(watch, mark) if p[1] in pages], quorum_path(watch, mark)
+
+
+# --- the node the collector talks to --------------------------------------------------------------
+# The collector's own path faulted: the broker or controller it polls hangs or dies. It asks
+# another node within the same poll, so snapshots keep coming; and while they do not, the nodes'
+# own views vouch for the voters. Never a paging status for one node of three, never a healthy
+# voter unreachable.
+
+PAGING = {S.NO_MAJORITY, S.STALLED_QUORUM, S.SPLIT_BRAIN, S.UNOBSERVED}
+GAP_LIMIT_MS = 2 * 1000  # snapshots at most two intervals apart while one node hangs
+DOWN_WITHIN_S = 2.0 + 4  # the unreachable threshold + 4 s
+
+
+@pytest.fixture
+def hedged_watch(kafka_cluster):
+    """The collector as an operator sets it up so that no single node is its only path: every
+    broker listed when there are several (combined nodes), the controllers themselves
+    (`--bootstrap-controller`) when there is one broker; every node's own view too."""
+    from .conftest import _watch
+    path = "brokers" if len(kafka_cluster.broker_ids()) > 1 else "controllers"
+    yield from _watch(kafka_cluster, node_metrics=True, path=path)
+
+
+def polled_node_faulted(watch, cluster, fault, undo, what: str) -> None:
+    """Fault the node the collector's last poll went to, and hold the verdicts to what the
+    fault deserves: a follower is `unreachable`, cause `down`, within DOWN_WITHIN_S, the quorum
+    only degraded, the snapshots never further apart than GAP_LIMIT_MS; a leader is replaced,
+    `leaderless` at most while the election runs. Either way no other voter is unreachable."""
+    mark = settle(watch)
+    node = watch.polled_node()
+    leader = cluster.leader()
+    role = "leader" if node == leader else ("follower" if node in cluster.voter_ids() else "broker")
+    t0 = time.time()
+    since_ms = int(t0 * 1000)
+    fault(node)
+    try:
+        if role == "follower":
+            row = watch.await_row(mark, lambda r: r.get("replica_id") == node and r["cause"] == S.DOWN,
+                                  3 * DOWN_WITHIN_S, f"{node} down", kind="replica")
+            print(f"{what} {role} {node} (polled by the collector): down after {seconds_since(t0, row)} s")
+            assert seconds_since(t0, row) <= DOWN_WITHIN_S and row["status"] == S.UNREACHABLE
+        else:
+            row = watch.await_row(mark, lambda r: r["leader_id"] not in (-1, node) and r["status"] != S.LEADERLESS,
+                                  30, "a new leader", kind="quorum")
+            print(f"{what} {role} {node} (polled by the collector): leader {row['leader_id']} after "
+                  f"{seconds_since(t0, row)} s")
+            # through brokers, DescribeQuorum waits on Kafka's forwarding to the old controller a while
+            answered = watch.cluster.wait_for(lambda: watch.snapshot_times(since_ms), 60, "a snapshot again")
+            print(f"  snapshots again after {(answered[0] - since_ms) / 1000:.1f} s")
+        time.sleep(3)  # the fault's steady state, watched for what must not happen: a duration
+        gaps = watch.poll_gaps_ms(since_ms)
+        print(f"  snapshot gaps while faulted: max {max(gaps, default=0)} ms over {len(gaps)} polls")
+        if role != "leader":
+            assert gaps and max(gaps) <= GAP_LIMIT_MS, gaps
+    finally:
+        undo(node)
+    if node in cluster.voter_ids():
+        watch.await_replica(mark, node, S.CAUGHT_UP, RECOVERY_WITHIN_S)
+    settle(watch, 60)
+    quorum = [(r["status"], r["reason"]) for r in watch.quorum_rows(mark)]
+    assert not {s for s, _ in quorum} & PAGING, [q for q in quorum if q[0] in PAGING]
+    leaderless = [r for r in watch.quorum_rows(mark) if r["status"] == S.LEADERLESS]
+    if role != "leader":
+        assert not leaderless, leaderless[:3]
+    else:  # only while the election runs: far less than QuorumLeaderless' `for:`
+        span = (leaderless[-1]["wall_ms"] - leaderless[0]["wall_ms"]) / 1000 if leaderless else 0
+        assert span < seconds(rule("QuorumLeaderless")["for"]) - 5, span
+    for other in (v for v in cluster.voter_ids() if v not in (node, leader)):
+        statuses = {r["status"] for r in watch.replica_rows(mark, other)}
+        assert S.UNREACHABLE not in statuses, (other, statuses)
+    causes = {r["cause"] for r in watch.replica_rows(mark, node) if r["status"] == S.UNREACHABLE}
+    assert causes <= {S.DOWN, S.UNDECIDED}, causes
+
+
+def test_the_node_the_collector_polls_frozen_costs_it_one_poll_and_pages_nothing(hedged_watch, kafka_cluster):
+    polled_node_faulted(hedged_watch, kafka_cluster, kafka_cluster.freeze, kafka_cluster.resume, "frozen")
+
+
+def test_the_node_the_collector_polls_killed_is_down_at_once_and_pages_nothing(hedged_watch, kafka_cluster):
+    mark = hedged_watch.mark()
+    polled_node_faulted(hedged_watch, kafka_cluster, kafka_cluster.kill, kafka_cluster.restart, "killed")
+    # its endpoint refused at once: never `lagging`/`behind` on the way to down
+    killed = [r for r in hedged_watch.since(mark) if r.get("replica_id") is not None
+              and r["status"] in (S.LAGGING, S.STALLED)]
+    assert not killed, killed[:3]
+
+
+def test_every_node_hanging_is_unobserved_and_pages_nothing_then_healthy_once_continued(hedged_watch,
+                                                                                       kafka_cluster):
+    """The collector's whole bootstrap list hangs (every node frozen: each accepts connections
+    and answers nothing, its metrics endpoint too): the monitor cannot observe the quorum, and
+    says so; it does not guess no majority or no leader."""
+    watch = hedged_watch
+    mark = settle(watch)
+    t0 = time.time()
+    nodes = sorted(kafka_cluster.nodes)
+    for n in nodes:
+        kafka_cluster.freeze(n)
+    try:
+        row = watch.await_quorum(mark, S.UNOBSERVED, 3 * VERDICT_WITHIN_S)
+        print(f"every node frozen: unobserved after {seconds_since(t0, row)} s ({row['reason']})")
+        assert seconds_since(t0, row) <= VERDICT_WITHIN_S and "timeout" in row["reason"]
+        time.sleep(seconds(rule("QuorumNoMajority")["for"]))  # past the verdict alerts' `for:`: a duration
+        frozen = watch.mark()
+    finally:
+        for n in nodes:
+            kafka_cluster.resume(n)
+    resumed = time.time()
+    settle(watch, 90)
+    during = [r["status"] for r in watch.quorum_rows(mark, frozen)]
+    assert set(during) <= {S.HEALTHY, S.UNOBSERVED}, during
+    assert {r["status"] for v in kafka_cluster.voter_ids() for r in watch.replica_rows(mark, v, frozen)} <= {
+        S.CAUGHT_UP, S.UNKNOWN}
+    # Continued all at once, every fetch timeout long past: the quorum may elect again, and
+    # commits nothing until it has: `leaderless` or `stalled` is the truth for that moment, which
+    # must end long before the alerts' `for:` would page.
+    after = watch.quorum_rows(frozen)
+    print(f"continued: {[(r['status'], round(r['wall_ms'] / 1000 - resumed, 1)) for r in after][:8]}")
+    assert not {r["status"] for r in after} & {S.NO_MAJORITY, S.SPLIT_BRAIN}
+    for status, alert in ((S.LEADERLESS, "QuorumLeaderless"), (S.STALLED_QUORUM, "QuorumHighWatermarkStalled")):
+        times = [r["wall_ms"] for r in after if r["status"] == status]
+        assert not times or (times[-1] - times[0]) / 1000 < seconds(rule(alert)["for"]) - 3, (status, after)
+
+
+def test_polling_the_controllers_matches_polling_the_brokers(watch_controllers, kafka_cluster):
+    """`--bootstrap-controller`: the same quorum, the leader answering."""
+    settle(watch_controllers)
+    snap = [r for r in watch_controllers.records if r["type"] == "quorum_snapshot"][-1]
+    info = kafka_cluster.describe()
+    assert (snap["leader_id"], snap["answered_by"]) == (info.leader_id, info.leader_id)
+    assert sorted(v["replica_id"] for v in snap["voters"]) == sorted(v.replica_id for v in info.voters)
