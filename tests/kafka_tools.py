@@ -33,9 +33,10 @@ def kafka_tool(main_class: str, *args: str, timeout_s: float = 60, version: str 
                           capture_output=True, text=True, timeout=timeout_s)
 
 
-def metadata_quorum(bootstrap: str, *args: str, version: str | None = None) -> str:
-    """`kafka-metadata-quorum --bootstrap-server BOOTSTRAP describe ARGS`'s output."""
-    out = kafka_tool(METADATA_QUORUM, "--bootstrap-server", bootstrap, "describe", *args, version=version)
+def metadata_quorum(bootstrap: str, *args: str, version: str | None = None, path: str = "--bootstrap-server") -> str:
+    """`kafka-metadata-quorum --bootstrap-server BOOTSTRAP describe ARGS`'s output (`path`:
+    --bootstrap-controller to ask the controllers)."""
+    out = kafka_tool(METADATA_QUORUM, path, bootstrap, "describe", *args, version=version)
     assert out.returncode == 0, out.stdout + out.stderr
     return out.stdout
 
@@ -47,8 +48,8 @@ OFFSET_TOLERANCE = 20
 TIME_TOLERANCE_MS = 10_000
 
 
-def ours(bootstrap: str, *args: str) -> str:
-    out = subprocess.run([*QUORUM, "--bootstrap-server", bootstrap, *args], capture_output=True, text=True, timeout=60)
+def ours(bootstrap: str, *args: str, path: str = "--bootstrap-server") -> str:
+    out = subprocess.run([*QUORUM, path, bootstrap, *args], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
     return out.stdout
 
@@ -83,11 +84,12 @@ def assert_same_replicas(mine: str, theirs: str) -> None:
         assert {k: mine_by_id[replica_id].get(k) for k in said} == said, (replica_id, mine, theirs)
 
 
-def assert_describe_status_matches(bootstrap: str, version: str | None = None) -> None:
+def assert_describe_status_matches(bootstrap: str, version: str | None = None, path: str = "--bootstrap-server"
+                                   ) -> None:
     """`quorum describe --status` says what Kafka `version`'s `kafka-metadata-quorum describe
-    --status` says (the same text with 4.4's tool)."""
-    theirs = status_fields(metadata_quorum(bootstrap, "--status", version=version))
-    mine = status_fields(ours(bootstrap, "--status"))
+    --status` says (the same text with 4.4's tool), both asking through `path`."""
+    theirs = status_fields(metadata_quorum(bootstrap, "--status", version=version, path=path))
+    mine = status_fields(ours(bootstrap, "--status", path=path))
     print("kafka-metadata-quorum:", theirs, "\nquorum describe:", mine)
     assert mine.keys() == theirs.keys()
     for key in ("ClusterId", "LeaderId", "LeaderEpoch"):

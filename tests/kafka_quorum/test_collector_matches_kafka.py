@@ -33,6 +33,12 @@ def test_quorum_describe_status_matches_kafkas_tool(kafka_cluster):
     assert_describe_status_matches(kafka_cluster.bootstrap, kafka_cluster.kafka_version)
 
 
+def test_quorum_describe_through_the_controllers_matches_kafkas_tool(kafka_cluster):
+    """`--bootstrap-controller` (KIP-919): the controllers asked, no broker on the path."""
+    assert_describe_status_matches(kafka_cluster.bootstrap_controllers, kafka_cluster.kafka_version,
+                                   path="--bootstrap-controller")
+
+
 def test_quorum_describe_replication_matches_kafkas_tool(kafka_cluster):
     assert_describe_replication_matches(kafka_cluster.bootstrap, kafka_cluster.kafka_version)
 
