@@ -73,7 +73,7 @@ def kafka_classpath(version: str | None = None) -> str:
     except JvmPartsMissing:
         how = "deploy/setup.sh" if profile == KAFKA else f"QUORUM_KAFKA_VERSIONS={version} deploy/setup.sh"
         raise JvmPartsMissing(f"no jars in {jvm_dir() / profile}: Kafka {version} was never fetched "
-                              f"({how} fetches it from Maven Central)") from None
+                              f"({how} fetches the '{profile}' profile of {MANIFEST} from Maven Central)") from None
 
 
 def jvm_dir() -> Path:

@@ -66,12 +66,16 @@ def observe(clock: dict[str, Any], source: str, stamp: int, live_window_ms: int,
     # ... except the leader, unless it is further ahead than any delay explains ...
     if source == lead and ahead <= live_window_ms:
         proposal = max(proposal, t)
-    # ... and a source heard alone for a whole live window: the others are silent, not slow.
+    # ... and a source heard alone, at its own pace, for a whole live window: the others are
+    # silent, not slow. A stamp that jumps further than a window ahead starts a run of its own,
+    # so one record stamped minutes off moves nothing.
     solo = clock.get("solo")
-    if solo is None or solo[0] != source:
-        solo = clock["solo"] = [source, t]
-    elif t - solo[1] > live_window_ms:
-        proposal = max(proposal, t)
+    if solo is None or len(solo) < 3 or solo[0] != source or not 0 <= t - solo[2] <= live_window_ms:
+        solo = clock["solo"] = [source, t, t]
+    else:
+        solo[2] = t
+        if t - solo[1] > live_window_ms:
+            proposal = max(proposal, t)
     if proposal > clock["now"]:
         clock["now"] = proposal
     return min(t, clock["now"]), ahead, late

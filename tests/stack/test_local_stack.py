@@ -79,6 +79,10 @@ def test_killed_leader_is_replaced_within_ten_seconds(stack):
     assert stack_cli(run_dir, "chaos", "heal").returncode == 0
 
 
+# Shows a quorum's collector error only while its polls fail: the project's quorum has no collector.
+EMPTY_WHILE_POLLS_ANSWER = {"Collector errors"}
+
+
 def test_every_dashboard_panel_returns_data_from_the_running_stack(stack):
     """Runs after the chaos above, which has produced alerts, elections and a leader change too."""
     from confluent_kafka import Producer
@@ -101,6 +105,6 @@ def test_every_dashboard_panel_returns_data_from_the_running_stack(stack):
         with urllib.request.urlopen(url, timeout=20) as r:
             answer = json.loads(r.read())
         assert answer["status"] == "success", (q.panel, q.expr, answer)
-        if not answer["data"]["result"]:
+        if not answer["data"]["result"] and q.panel not in EMPTY_WHILE_POLLS_ANSWER:
             empty.append(f"{q.panel} [{q.ref_id}]: {q.expr}")
     assert not empty, "panels without data:\n" + "\n".join(empty)

@@ -81,7 +81,7 @@ def test_freezing_the_broker_the_collector_polls_through_pages_nothing(stack):
             state, f'quorum_collector_poll_failures{{cluster="{cluster}"}} >= 3'), 30, 0.5)
         print(f"broker {broker} frozen: polls failing after {time.time() - at:.1f} s")
         # past QuorumNoMajority's and QuorumLeaderless' `for:` (15 s) with a margin, checked as we go
-        end = at + seconds(rule("QuorumNoMajority")["for"]) + 20
+        end = at + seconds(rule("QuorumNoMajority")["for"]) + 8
         while time.time() < end:
             for query in (bad_statuses, unreachable, quorum_alerts):
                 assert promql(state, query) == [], (query, promql(state, query))
