@@ -1,4 +1,5 @@
-"""Shared fixtures: one Apache Kafka broker per session, a fresh topic per test, one Spark session."""
+"""Shared fixtures: one Apache Kafka broker per session, a fresh topic per test, one Spark session,
+one test certificate authority."""
 from __future__ import annotations
 
 import uuid
@@ -6,6 +7,7 @@ import uuid
 import pytest
 
 from quorum.kafka_broker import KafkaBroker
+from tls_files import TestCA
 
 
 @pytest.fixture(scope="session")
@@ -32,3 +34,9 @@ def spark():
     session = build_spark(master="local[2]", app_name="quorum-health-tests", shuffle_partitions=2)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def test_ca(tmp_path_factory) -> TestCA:
+    """A CA made for this session (openssl); `test_ca.issue(name)` signs a leaf for 127.0.0.1."""
+    return TestCA(tmp_path_factory.mktemp("tls"))
