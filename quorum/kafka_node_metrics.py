@@ -8,12 +8,16 @@ With these beside DescribeQuorum, the job tells for a Kafka quorum what it tells
 project's nodes: a voter that answers and campaigns is cut off (`partitioned`), one whose
 endpoint answers nothing is `down`. An endpoint that does not answer gives no record: silence is
 the evidence.
+
+An agent served over HTTPS with basic auth (its `httpServer.ssl` and
+`httpServer.authentication.basic` settings) is read with a Prometheus HTTP client config file
+(quorum/http_client_config.py): its CA, its credentials. A refused password or certificate is
+that node's error (`HTTPError: HTTP Error 401: Unauthorized`, `... CERTIFICATE_VERIFY_FAILED ...`).
 """
 from __future__ import annotations
 
 import math
 import time
-import urllib.request
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Iterable
@@ -21,6 +25,7 @@ from typing import Iterable
 from prometheus_client.parser import text_string_to_metric_families
 
 from quorum import events
+from quorum.http_client_config import NO_CLIENT_CONFIG, HttpClientConfig
 
 RAFT = "kafka_server_raft_metrics_"
 WAIT_FRACTION = 0.5  # of the poll's timeout: how long a round waits for the nodes' scrapes
@@ -90,14 +95,15 @@ def metrics_record(text: str, cluster_id: str, node_id: int, now_ms: int, voter_
                           voter_set=tuple(sorted(voter_set)), **applied)
 
 
-def scrape(url: str, timeout_s: float) -> str:
-    with urllib.request.urlopen(url, timeout=timeout_s) as answer:
+def scrape(url: str, timeout_s: float, client: HttpClientConfig = NO_CLIENT_CONFIG) -> str:
+    """One GET of an endpoint, with `client`'s TLS context and credentials."""
+    with client.open(url, timeout_s) as answer:
         return answer.read().decode()
 
 
-def timed_scrape(url: str, timeout_s: float) -> tuple[str, int]:
+def timed_scrape(url: str, timeout_s: float, client: HttpClientConfig = NO_CLIENT_CONFIG) -> tuple[str, int]:
     """A scrape and the wall-clock time its answer was read: the time its values are from."""
-    text = scrape(url, timeout_s)
+    text = scrape(url, timeout_s, client)
     return text, int(time.time() * 1000)
 
 
@@ -122,11 +128,13 @@ class NodeMetricsReader:
     One endpoint that hangs delays no other node's view: a round waits for its scrapes at most
     WAIT_FRACTION of the timeout, and a scrape still running then is a silent node this round
     (its answer, if it comes within the timeout, is published with the next round); a node whose
-    scrape still runs is not asked again until it ends."""
+    scrape still runs is not asked again until it ends. `client`: the TLS context and
+    credentials of every scrape (one file for all nodes: `load_http_client_config`)."""
 
-    def __init__(self, endpoints: dict[int, str], timeout_ms: int):
+    def __init__(self, endpoints: dict[int, str], timeout_ms: int, client: HttpClientConfig = NO_CLIENT_CONFIG):
         self.endpoints = dict(endpoints)
         self.timeout_s = timeout_ms / 1000
+        self.client = client
         # two workers a node: a hung scrape holds one until its timeout
         self._pool = ThreadPoolExecutor(max_workers=max(1, 2 * len(self.endpoints)), thread_name_prefix="node-metrics")
         self._running: dict[int, tuple[Future, float]] = {}  # node -> a scrape begun in an earlier round
@@ -136,7 +144,7 @@ class NodeMetricsReader:
         futures = {}
         for node, url in self.endpoints.items():
             carried = self._running.pop(node, None)
-            futures[node] = carried[0] if carried else self._pool.submit(timed_scrape, url, self.timeout_s)
+            futures[node] = carried[0] if carried else self._pool.submit(timed_scrape, url, self.timeout_s, self.client)
         return Scrapes(time.monotonic(), futures)
 
     def finish(self, scrapes: Scrapes, cluster_id: str, voter_set: Iterable[int], last: bool = False
