@@ -4,17 +4,19 @@ run the command-line tools, and run the servers on loopback free ports until the
 the shipped alerting rules, read as Prometheus reads them."""
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
 import time
 import urllib.error
-import urllib.request
+import urllib.parse
 from pathlib import Path
 
 import pytest
 import yaml
 
+from quorum.http_client_config import NO_CLIENT_CONFIG, HttpClientConfig
 from quorum.loopback_ports import free_port
 
 RULES = yaml.safe_load((Path(__file__).resolve().parents[1] / "alerts" / "quorum-health.rules.yml").read_text())
@@ -54,19 +56,28 @@ def alerting_rule_count(rules_file: Path) -> int:
     return sum(len(group["rules"]) for group in yaml.safe_load(rules_file.read_text())["groups"])
 
 
-def http_get(url: str, timeout: float = 2.0) -> bytes:
-    with urllib.request.urlopen(url, timeout=timeout) as response:
+def http_get(url: str, timeout: float = 2.0, client: HttpClientConfig = NO_CLIENT_CONFIG) -> bytes:
+    with client.open(url, timeout) as response:
         return response.read()
 
 
-class Server:
-    """One server process on 127.0.0.1:`port`, ready once `GET /-/ready` answers 200."""
+def promql(prometheus: "Server", query: str) -> list[dict]:
+    """The result of an instant query: a list of {"metric": labels, "value": [time, value]}."""
+    url = f"{prometheus.url}/api/v1/query?" + urllib.parse.urlencode({"query": query})
+    return json.loads(http_get(url))["data"]["result"]
 
-    def __init__(self, name: str, args_for_port, workdir: Path, ready_timeout_s: float = 30.0):
+
+class Server:
+    """One server process on 127.0.0.1:`port`, ready once `GET /-/ready` answers 200. A server
+    behind TLS or basic auth (its --web.config.file) is asked with `client` (its CA, credentials)."""
+
+    def __init__(self, name: str, args_for_port, workdir: Path, ready_timeout_s: float = 30.0,
+                 client: HttpClientConfig = NO_CLIENT_CONFIG):
         self.name = name
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
-        self.url = f"http://{self.address}"
+        self.client = client
+        self.url = f"{'https' if client.tls is not None else 'http'}://{self.address}"
         self.log_path = workdir / f"{name}.log"
         self._args = [binary(name), *args_for_port(self.address)]
         self._ready_timeout_s = ready_timeout_s
@@ -81,7 +92,7 @@ class Server:
                 self.__exit__(None, None, None)
                 pytest.fail(f"{self.name} exited {self._process.returncode}:\n{self.log_tail()}", pytrace=False)
             try:
-                http_get(f"{self.url}/-/ready", timeout=1.0)
+                http_get(f"{self.url}/-/ready", timeout=1.0, client=self.client)
                 return self
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 time.sleep(0.1)

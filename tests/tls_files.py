@@ -1,6 +1,6 @@
 """Certificates for the tests of the monitor's TLS endpoints, made with `openssl` in a test's own
 directory: one CA, the leaf certificates it signs (P-256 keys: fast to make), a Java keystore of
-a leaf (`keytool`) for the JMX exporter agent."""
+a leaf (`keytool`) for the JMX exporter agent, and bcrypt hashes for web config files."""
 from __future__ import annotations
 
 import shutil
@@ -8,6 +8,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+import bcrypt
 import pytest
 
 KEY = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
@@ -73,3 +74,8 @@ class TestCA:
              "-srcstorepass", password, "-destkeystore", str(jks), "-deststoretype", "JKS",
              "-deststorepass", password)
         return jks
+
+
+def bcrypt_hash(password: str) -> str:
+    """A web config's `basic_auth_users` value; the least cost bcrypt takes, to keep tests fast."""
+    return bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=4)).decode()

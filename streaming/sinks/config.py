@@ -2,9 +2,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, TypeVar
 
+from quorum.config_file import ConfigFileError
+from quorum.http_client_config import NO_CLIENT_CONFIG, HttpClientConfig, load_http_client_config
 from streaming.health.config import ConfigError, checked_section, config_from_dict
+
+from .web_config import WebConfig, load_web_config
+
+T = TypeVar("T")
 
 PROMETHEUS_MODES = ("pushgateway", "exporter", "off")
 
@@ -27,6 +33,10 @@ class PrometheusSinkConfig:
     push_interval_ms: int = 5000
     exporter_host: str = "0.0.0.0"
     exporter_port: int = 9464
+    # Files in Prometheus' own formats, read at start: the exporter's exporter-toolkit web config
+    # (TLS, basic auth users), the Pushgateway client's HTTP client config (CA, basic auth).
+    exporter_web_config: str | None = None
+    pushgateway_client_config: str | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in PROMETHEUS_MODES:
@@ -39,14 +49,36 @@ class PrometheusSinkConfig:
             raise ConfigError(f"exporter_port: must be a TCP port (got {self.exporter_port})")
         if self.push_timeout_s <= 0 or self.retry_backoff_s < 0:
             raise ConfigError("push_timeout_s must be > 0 and retry_backoff_s >= 0")
+        self.web_config()  # read now: an unusable file is a configuration error at start
+        self.pushgateway_client()
+
+    def web_config(self) -> WebConfig | None:
+        """The exporter's web config file, read (None: plain HTTP, no authentication)."""
+        return _read_file("exporter_web_config", self.exporter_web_config, load_web_config)
+
+    def pushgateway_client(self) -> HttpClientConfig:
+        """The Pushgateway client's config file, read (none: plain requests, no credentials)."""
+        return _read_file("pushgateway_client_config", self.pushgateway_client_config,
+                          load_http_client_config) or NO_CLIENT_CONFIG
 
     def describe(self) -> str:
         """Where the metrics go, for the job's start line."""
         if self.mode == "pushgateway":
             return f"pushed to {self.pushgateway_url} as job={self.job} (one group)"
         if self.mode == "exporter":
-            return f"served on {self.exporter_host}:{self.exporter_port}/metrics"
+            served = f"served on {self.exporter_host}:{self.exporter_port}/metrics"
+            web_config = self.web_config()
+            return f"{served} ({web_config.describe()}, {web_config.source})" if web_config else served
         return "off"
+
+
+def _read_file(key: str, path: str | None, load: Callable[[str], T]) -> T | None:
+    if not path:
+        return None
+    try:
+        return load(path)
+    except ConfigFileError as e:
+        raise ConfigError(f"{key}: {e}") from None
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,16 @@
 """Serve /metrics from the driver for Prometheus to scrape (sink.prometheus.mode: exporter).
 
 The registry holds one collector that renders the current snapshot at each scrape, so the
-series of a replica or quorum that vanished are simply absent from the next scrape.
+series of a replica or quorum that vanished are simply absent from the next scrape. With
+`exporter_web_config` the endpoint takes TLS and basic auth as Prometheus' exporters do
+(metrics_server.py).
 """
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, start_http_server
 
 from .config import PrometheusSinkConfig
+from .metrics_server import start_metrics_server
 from .monitor import MonitorMetrics
 from .prometheus_metrics import HealthCollector
 from .snapshot import HealthSnapshot
@@ -17,8 +20,13 @@ class ExporterSink:
     def __init__(self, cfg: PrometheusSinkConfig, snapshot: HealthSnapshot, monitor: MonitorMetrics):
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(HealthCollector(snapshot, monitor))
-        self.server, self.thread = start_http_server(cfg.exporter_port, addr=cfg.exporter_host,
-                                                     registry=self.registry)
+        web_config = cfg.web_config()
+        if web_config is None:
+            self.server, self.thread = start_http_server(cfg.exporter_port, addr=cfg.exporter_host,
+                                                         registry=self.registry)
+        else:
+            self.server, self.thread = start_metrics_server(cfg.exporter_host, cfg.exporter_port, self.registry,
+                                                            web_config)
         self.port = self.server.server_address[1]  # the bound port (useful with port 0)
 
     def publish(self, urgent: bool = False) -> None:

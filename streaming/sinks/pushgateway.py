@@ -26,6 +26,12 @@ and `close`).
 Rounds are at least `push_interval_ms` apart: values that only moved (lags, ages, ratios) wait;
 Prometheus reads the gateway only when it scrapes. A batch in which a cluster's status or cause
 changed (`urgent`) starts a round at once, so a page is never held back.
+
+A gateway that requires TLS or basic auth (its own `--web.config.file`) is reached with the
+`pushgateway_client_config` file (Prometheus' HTTP client config: `tls_config`, `basic_auth`);
+every request goes through it, the pushes, the deletes and the listing of groups. A refused
+password is a failed round like any other, logged with the gateway's answer (401), never with
+the credentials.
 """
 from __future__ import annotations
 
@@ -33,10 +39,11 @@ import json
 import logging
 import threading
 import time
-import urllib.request
-from typing import Callable
+from typing import Callable, Iterable
 
 from prometheus_client import CollectorRegistry, delete_from_gateway, push_to_gateway
+
+from quorum.http_client_config import HttpClientConfig
 
 from .config import PrometheusSinkConfig
 from .monitor import MonitorMetrics
@@ -51,6 +58,8 @@ class PushgatewaySink:
     def __init__(self, cfg: PrometheusSinkConfig, snapshot: HealthSnapshot, monitor: MonitorMetrics,
                  sleep: Callable[[float], None] = time.sleep):
         self.cfg, self.snapshot, self.monitor, self.sleep = cfg, snapshot, monitor, sleep
+        self.client = cfg.pushgateway_client()
+        self._handler = client_handler(self.client)
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(HealthCollector(snapshot, monitor, monitor_labels={"cluster": MONITOR_GROUP}))
         self.pending = False     # the gateway is behind the snapshot (set by publish, cleared by a pushed round)
@@ -121,19 +130,19 @@ class PushgatewaySink:
 
     def _push(self) -> None:
         push_to_gateway(self.cfg.pushgateway_url, job=self.cfg.job, registry=self.registry,
-                        timeout=self.cfg.push_timeout_s)
+                        timeout=self.cfg.push_timeout_s, handler=self._handler)
 
     def _delete_cluster_groups(self) -> None:
         url = f"{self.cfg.pushgateway_url.rstrip('/')}/api/v1/metrics"
         if not url.startswith("http"):
             url = f"http://{url}"  # as push_to_gateway reads the gateway's address
-        with urllib.request.urlopen(url, timeout=self.cfg.push_timeout_s) as answer:
+        with self.client.open(url, self.cfg.push_timeout_s) as answer:
             groups = json.loads(answer.read())["data"]
         clusters = sorted(g["labels"]["cluster"] for g in groups
                           if g["labels"].get("job") == self.cfg.job and set(g["labels"]) == {"job", "cluster"})
         for cluster in clusters:
             delete_from_gateway(self.cfg.pushgateway_url, job=self.cfg.job, grouping_key={"cluster": cluster},
-                                timeout=self.cfg.push_timeout_s)
+                                timeout=self.cfg.push_timeout_s, handler=self._handler)
         if clusters:
             log.info("Pushgateway %s: deleted %d groups of job=%s keyed by cluster, left by an earlier version "
                      "(the job now pushes one group)", self.cfg.pushgateway_url, len(clusters), self.cfg.job)
@@ -162,3 +171,13 @@ class PushgatewaySink:
         if self._thread is not None:
             self._thread.join(5)
             self._thread = None
+
+
+def client_handler(client: HttpClientConfig) -> Callable:
+    """A prometheus_client push handler that sends its request through `client` (its TLS
+    context and basic auth); an answer of 400 or more raises, as the library's own handler's."""
+    def handler(url: str, method: str, timeout: float | None, headers: Iterable[tuple[str, str]], data: bytes):
+        def send() -> None:
+            client.open(url, timeout, method=method, data=data, headers=headers).close()
+        return send
+    return handler

@@ -8,7 +8,7 @@ import urllib.request
 
 import pytest
 
-from prometheus_tools import Server, http_get, wait_for
+from prometheus_tools import Server, http_get, promql, wait_for
 from quorum.loopback_ports import free_port
 from streaming.health.config import HealthConfig
 from streaming.sinks import SinkConfig, make_batch_writer
@@ -38,11 +38,6 @@ def servers(tmp_path_factory):
                              f"--web.listen-address={addr}"]
         with Server("prometheus", args, work) as prometheus:
             yield gateway, prometheus, exporter_port
-
-
-def promql(prometheus: Server, query: str) -> list[dict]:
-    url = f"{prometheus.url}/api/v1/query?" + urllib.parse.urlencode({"query": query})
-    return json.loads(http_get(url))["data"]["result"]
 
 
 def gateway_series(gateway: Server, *matchers: str) -> list[str]:
