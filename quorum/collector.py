@@ -43,8 +43,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from quorum import events
+from quorum import events, kafka_client_properties, kafka_failures
 from quorum.describe_tool import DescribeError, QuorumInfo, kafka_error_name, quorum_info
+from quorum.config_file import ConfigFileError
+from quorum.http_client_config import NO_CLIENT_CONFIG, load_http_client_config
 from quorum.kafka_node_metrics import NodeMetricsReader, parse_endpoint
 from quorum.poll_interval import check_poll_interval
 
@@ -52,6 +54,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_INTERVAL_MS = 1000
 DEFAULT_UNREACHABLE_AFTER_MS = 2000  # the streaming job's health.unreachable_after_ms default
+CLIENT_ID = "quorum-collector"  # of the admin client; the events producer's is quorum-collector-events
 PROBE_TIMEOUT_S = 0.2  # a refused connection is answered within a round trip
 HEDGE_FRACTION = 0.3  # a node silent for this share of a poll's timeout: another is asked too
 SUSPECT_S = 30.0  # a node that was silent or unreachable is asked last for this long
@@ -70,6 +73,7 @@ class PollOutcome:
     error: str = ""
     leader_id: int = -1
     leader_epoch: int = -1
+    detail: str = ""  # what the client said of a failure, for the log (never published)
 
 
 def snapshot(result: dict[str, Any], cluster_id: str, source: str, now_ms: int,
@@ -119,6 +123,9 @@ def client_failure(e: BaseException) -> tuple[int, str]:
     if isinstance(e, DescribeError):
         return e.error_code, e.error or "bad_answer"
     errno = getattr(e, "errno", None)
+    named = kafka_failures.name_of(e)
+    if named is not None:
+        return (errno if isinstance(errno, int) and errno > 0 else -1), named
     if isinstance(e, Errors.BrokerResponseError) and isinstance(errno, int) and errno > 0:
         return errno, kafka_error_name(errno)
     if isinstance(e, ConnectionRefusedError):
@@ -202,6 +209,9 @@ class QuorumPoller:
         if abandoned:
             if not bootstrapping:
                 return PollOutcome(latency, error="timeout")
+            named = self._bootstrap_failure(start)
+            if named is not None:
+                return named
             # kafka-python reports a refused bootstrap connection only as its own timeout
             name = probe(self.bootstrap, PROBE_TIMEOUT_S)
             return PollOutcome(int((time.monotonic() - start) * 1000) if name != "timeout" else latency, error=name)
@@ -211,6 +221,9 @@ class QuorumPoller:
             if box.get("bootstrap_failed"):
                 with self._lock:
                     self._next_server()
+                named = self._bootstrap_failure(start)
+                if named is not None:
+                    return named
                 name = probe(self.bootstrap, min(self.timeout_ms / 1000 - (time.monotonic() - start), 1.0))
                 latency = int((time.monotonic() - start) * 1000)
             elif code < 0 and not isinstance(e, DescribeError):
@@ -218,9 +231,23 @@ class QuorumPoller:
                     self._drop_admin()  # no node of the cluster could be reached: bootstrap again
             return PollOutcome(box.get("describe_ms", latency), box.get("node_id", -1), error_code=code, error=name,
                                leader_id=getattr(e, "leader_id", -1), leader_epoch=getattr(e, "leader_epoch", -1),
-                               cluster_id=box.get("cluster_id"))
+                               cluster_id=box.get("cluster_id"), detail=str(e))
         return PollOutcome(box.get("describe_ms", latency), box["node_id"], info=box["info"],
                            cluster_id=box.get("cluster_id"))
+
+    def _bootstrap_failure(self, start: float) -> PollOutcome | None:
+        """The outcome of a bootstrap that a secured cluster refused (a wrong password, an
+        untrusted certificate), told by logging in once on a bootstrap server."""
+        server = self._servers[self._server] if self._servers else self.bootstrap
+        budget = max(PROBE_TIMEOUT_S, min(1.0, self.timeout_ms / 1000 - (time.monotonic() - start)))
+        found = kafka_failures.diagnose(server, self.client_config, budget)
+        if found is None:
+            return None
+        name, failure = found
+        import kafka.errors as Errors
+        errno = getattr(failure, "errno", -1) if isinstance(failure, Errors.BrokerResponseError) else -1
+        return PollOutcome(int((time.monotonic() - start) * 1000), error=name,
+                           error_code=errno if isinstance(errno, int) and errno > 0 else -1, detail=str(failure))
 
     def warm_up(self, timeout_s: float) -> str | None:
         """Connect before the first poll (a new admin client asks ApiVersions and Metadata before
@@ -282,8 +309,7 @@ class QuorumPoller:
             # bootstrap gives up early enough to leave time for naming the failure (`probe`)
             admin = KafkaAdminClient(bootstrap_servers=server, request_timeout_ms=self.timeout_ms,
                                      bootstrap_timeout_ms=bootstrap_timeout_ms or max(1, self.timeout_ms * 3 // 4),
-                                     client_id="quorum-collector",
-                                     **self.client_config)
+                                     **{"client_id": CLIENT_ID, **self.client_config})
         except Exception:
             box["bootstrap_failed"] = True
             raise
@@ -452,14 +478,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster-id", help="cluster id to stamp on records (default: asked from the cluster; "
                                              "set it so that a cluster unreachable from the start is still reported)")
     parser.add_argument("--command-config", metavar="FILE",
-                        help="client properties (security.protocol, sasl.*) for the watched cluster")
+                        help="Kafka client properties for the watched cluster, the file kafka-metadata-quorum "
+                             "--command-config takes (security.protocol, sasl.mechanism, sasl.jaas.config, "
+                             "ssl.truststore.*, ssl.keystore.*); its principal needs DESCRIBE on the CLUSTER")
     parser.add_argument("--events-command-config", metavar="FILE",
-                        help="client properties for the events topic's Kafka")
+                        help="Kafka client properties for the events topic's Kafka (its principal needs WRITE on "
+                             "the events topic)")
     parser.add_argument("--node-metrics", action="append", default=[], metavar="NODE_ID=URL", type=_endpoint,
                         help="a Kafka node's Prometheus JMX exporter endpoint (rules: deploy/kafka-jmx-exporter.yml), "
                              "read at every poll and published as that node's `metrics` record; repeat for each "
                              "controller. With the nodes' own view the job tells a cut-off voter (partitioned) "
                              "from a dead one (down)")
+    parser.add_argument("--node-metrics-config", metavar="FILE",
+                        help="Prometheus HTTP client config for the --node-metrics endpoints (tls_config, basic_auth "
+                             "with password_file), as a Prometheus scrape config takes it: agents served over HTTPS "
+                             "with basic auth (docs/endpoint-security.md)")
     parser.add_argument("--count", type=int, default=0, help="stop after this many polls (default: run forever)")
 
 
@@ -473,8 +506,10 @@ def _endpoint(text: str) -> tuple[int, str]:
 def check_arguments(args: argparse.Namespace) -> str | None:
     """Why these options cannot work, or None."""
     if getattr(args, "bootstrap_controller", None) and args.command_config:
-        return ("--bootstrap-controller connects over PLAINTEXT only and cannot use --command-config's security "
-                "settings; use --bootstrap-server with --command-config for a secured cluster")
+        return ("--command-config: the controllers' client (--bootstrap-controller) speaks PLAINTEXT only and "
+                "cannot honour security settings; use --bootstrap-server with --command-config for a secured cluster")
+    if getattr(args, "node_metrics_config", None) and not args.node_metrics:
+        return "--node-metrics-config applies to --node-metrics endpoints, and none is given"
     problem = check_poll_interval(args.interval_ms, args.unreachable_after_ms)
     if problem:
         return f"--interval-ms {args.interval_ms} with --unreachable-after-ms {args.unreachable_after_ms}: {problem}"
@@ -485,6 +520,14 @@ def check_arguments(args: argparse.Namespace) -> str | None:
         return (f"--timeout-ms {timeout} is longer than --interval-ms {args.interval_ms}: a poll that hangs would "
                 f"hold back the next record; use --timeout-ms {args.interval_ms} or less")
     return None
+
+
+WATCHED_CLIENT = "quorum collect's admin client for the watched cluster (kafka-python)"
+EVENTS_CLIENT = "quorum collect's events producer (kafka-python)"
+
+
+def client_properties(path: str | None) -> dict[str, str]:
+    return kafka_client_properties.load_file(path) if path else {}
 
 
 def make_poller(args: argparse.Namespace, timeout_ms: int, client_config: dict[str, Any], want_cluster_id: bool):
@@ -503,7 +546,6 @@ def _path(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from quorum.describe_tool import admin_config
     from quorum.node.publisher import EventPublisher
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # a cluster that is down would make kafka-python log every reconnect, every second; the
@@ -515,15 +557,25 @@ def run(args: argparse.Namespace) -> int:
         return 2
     timeout_ms = args.timeout_ms if args.timeout_ms is not None else args.interval_ms
     try:
-        watched_cfg = admin_config(args.command_config)
-        events_cfg = admin_config(args.events_command_config)
-    except (OSError, DescribeError) as e:
+        watched_props = client_properties(args.command_config)
+        watched_cfg = kafka_client_properties.kafka_python_config(watched_props, WATCHED_CLIENT)
+        events_props = client_properties(args.events_command_config)
+        events_cfg = kafka_client_properties.kafka_python_config(events_props, EVENTS_CLIENT)
+    except kafka_client_properties.ClientPropertiesError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    principal = kafka_client_properties.principal(watched_props)
+    try:
+        http_client = load_http_client_config(args.node_metrics_config) if args.node_metrics_config else None
+    except ConfigFileError as e:
+        print(f"error: --node-metrics-config: {e}", file=sys.stderr)
+        return 2
     publisher = EventPublisher(args.events_bootstrap_server, args.events_topic, client_config=events_cfg,
-                               client_id="quorum-collector").start()
+                               client_id=CLIENT_ID + "-events",
+                               principal=kafka_client_properties.principal(events_props)).start()
     poller = make_poller(args, timeout_ms, watched_cfg, want_cluster_id=not args.cluster_id)
-    node_metrics = NodeMetricsReader(dict(args.node_metrics), timeout_ms) if args.node_metrics else None
+    node_metrics = NodeMetricsReader(dict(args.node_metrics), timeout_ms, http_client or NO_CLIENT_CONFIG) \
+        if args.node_metrics else None
     source = poller.bootstrap
     collection = Collection(poller, source, args.interval_ms, args.cluster_id, node_metrics)
     silent_nodes: set[int] = set()
@@ -534,7 +586,7 @@ def run(args: argparse.Namespace) -> int:
              args.events_bootstrap_server)
     collection.warm_up(WARM_UP_S)
     log.info("cluster id %s", collection.cluster_id or "not known yet (asked at every poll until one answers)")
-    polls = 0
+    polls = answered = 0
     last_error = None
     next_poll = time.monotonic()
     try:
@@ -545,9 +597,12 @@ def run(args: argparse.Namespace) -> int:
             result = collection.poll(last=0 < args.count == polls + 1)
             outcome = result.outcome
             polls += 1
+            answered += outcome.info is not None
             if outcome.info is None and outcome.error != last_error:
-                log.warning("DescribeQuorum on %s: %s (error code %d, %d ms)", _path(args),
-                            outcome.error, outcome.error_code, outcome.latency_ms)
+                explained = kafka_failures.explain(outcome.error, principal)
+                log.warning("DescribeQuorum on %s: %s (error code %d, %d ms)%s", _path(args), outcome.error,
+                            outcome.error_code, outcome.latency_ms,
+                            f": {explained}" if explained != outcome.error else "")
             elif outcome.info is not None and last_error is not None:
                 log.info("DescribeQuorum on %s answers again (leader %d)", _path(args),
                          outcome.info.leader_id)
@@ -566,5 +621,9 @@ def run(args: argparse.Namespace) -> int:
         collection.close()
         publisher.close()
     if publisher.dropped_total:
-        log.warning("%d record(s) could not be published", publisher.dropped_total)
+        log.warning("%d record(s) could not be published to the events topic %s: %s", publisher.dropped_total,
+                    args.events_topic, publisher.last_error)
+    if args.count > 0 and polls and not answered:
+        log.error("every one of the %d poll(s) failed (last: %s)", polls, last_error)
+        return 1
     return 0

@@ -20,11 +20,13 @@ last fetch and last caught-up timestamps (KIP-836); --human-readable prints them
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from quorum import kafka_client_properties, kafka_failures
 from quorum.events import UNKNOWN_DIRECTORY_ID
 from quorum.storage.meta import directory_id_text
 
@@ -210,24 +212,6 @@ def format_replication(info: QuorumInfo, human_readable: bool = False, now_ms: i
 
 # --- command --------------------------------------------------------------------------------------
 
-def admin_config(path: str | None) -> dict[str, Any]:
-    """Java-style client properties (`security.protocol=SASL_SSL`) as kafka-python keyword
-    arguments (`security_protocol`)."""
-    if not path:
-        return {}
-    out: dict[str, Any] = {}
-    with open(path) as f:
-        for n, line in enumerate(f, 1):
-            line = line.strip()
-            if not line or line.startswith(("#", "!")):
-                continue
-            if "=" not in line:
-                raise DescribeError(f"{path}:{n}: expected key=value, got {line!r}")
-            k, v = (s.strip() for s in line.split("=", 1))
-            out[k.replace(".", "_")] = int(v) if v.isdigit() else v
-    return out
-
-
 def fetch_quorum(bootstrap: str, config: dict[str, Any], timeout_ms: int) -> tuple[str, dict[str, Any]]:
     from kafka import KafkaAdminClient
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=timeout_ms,
@@ -251,7 +235,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--human-readable", action="store_true",
                         help="with --replication: print timestamps as 'N ms ago'")
     parser.add_argument("--command-config", metavar="FILE",
-                        help="client properties (e.g. security.protocol, sasl.mechanism) for the admin client")
+                        help="Kafka client properties, the file kafka-metadata-quorum --command-config takes "
+                             "(security.protocol, sasl.mechanism, sasl.jaas.config, ssl.truststore.*, ...)")
     parser.add_argument("--timeout-ms", type=int, default=10_000, help="request timeout (default 10000)")
 
 
@@ -261,12 +246,15 @@ def run(args: argparse.Namespace) -> int:
         print("error: --human-readable applies to --replication only", file=sys.stderr)
         return 2
     if args.bootstrap_controller and args.command_config:
-        print("error: --bootstrap-controller connects over PLAINTEXT only and cannot use --command-config",
-              file=sys.stderr)
+        print("error: --command-config: the controllers' client (--bootstrap-controller) speaks PLAINTEXT only and "
+              "cannot honour security settings; use --bootstrap-server for a secured cluster", file=sys.stderr)
         return 2
+    # kafka-python logs every failed connection; the failure is named in the error below
+    logging.getLogger("kafka").setLevel(logging.CRITICAL)
     try:
-        config = admin_config(args.command_config)
-    except (OSError, DescribeError) as e:
+        props = kafka_client_properties.load_file(args.command_config) if args.command_config else {}
+        config = kafka_client_properties.kafka_python_config(props, "quorum describe's admin client (kafka-python)")
+    except kafka_client_properties.ClientPropertiesError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     # the collector's poller: it moves on to another node when one is down, and names the
@@ -280,8 +268,9 @@ def run(args: argparse.Namespace) -> int:
         code = f" (error code {outcome.error_code})" if outcome.error_code >= 0 else ""
         leader = f", last known leader {outcome.leader_id} in epoch {outcome.leader_epoch}" \
             if outcome.leader_id >= 0 else ""
-        print(f"error: cannot describe the quorum at {poller.bootstrap}: {outcome.error}{code}{leader}",
-              file=sys.stderr)
+        explained = kafka_failures.explain(outcome.error, kafka_client_properties.principal(props))
+        why = f"{outcome.error}{code}{leader}" + (f": {explained}" if explained != outcome.error else "")
+        print(f"error: cannot describe the quorum at {poller.bootstrap}: {why}", file=sys.stderr)
         return 1
     try:
         out = format_status(outcome.cluster_id or "", outcome.info) if args.status else \

@@ -86,15 +86,18 @@ def random_cluster_id() -> str:
 
 
 def ensure_topic(bootstrap: str, name: str, partitions: int = 1, timeout_s: float = 30.0,
-                 config: dict[str, str] | None = None) -> None:
-    """Create a topic if it does not exist and wait until its metadata shows every partition."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+                 config: dict[str, str] | None = None, client_config: dict | None = None) -> None:
+    """Create a topic if it does not exist and wait until its metadata shows every partition
+    (`client_config`: librdkafka settings of a secured cluster's admin)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, **(client_config or {})})
     futures = admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1,
                                             config=config or {})])
     try:
         futures[name].result(timeout=timeout_s)
     except KafkaException as e:
-        if e.args[0].name() != "TOPIC_ALREADY_EXISTS":
+        # a principal that may write the topic need not be allowed to create it: then it must exist
+        if e.args[0].name() not in ("TOPIC_ALREADY_EXISTS", "TOPIC_AUTHORIZATION_FAILED",
+                                    "CLUSTER_AUTHORIZATION_FAILED"):
             raise BrokerError(f"cannot create topic {name!r} on {bootstrap}: {e}") from None
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -168,7 +171,7 @@ class KafkaBroker:
         base = java_command(self.heap, log4j)
         # format once: a data directory that holds a node already keeps it
         if not (self.data_dir / "data" / "meta.properties").exists():
-            fmt = subprocess.run(base + ["kafka.tools.StorageTool", "format", "--standalone",
+            fmt = subprocess.run(base + ["kafka.tools.StorageTool", "format", *self.format_arguments(),
                                          "--cluster-id", self.cluster_id, "--config", str(config)],
                                  stdout=self._log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
             if fmt.returncode != 0:
@@ -181,7 +184,7 @@ class KafkaBroker:
         """Ready when a metadata request lists this node as a broker (registered and unfenced)."""
         deadline = time.monotonic() + timeout_s
         # log_level 0: the refused connections while the JVM boots are expected, not news.
-        admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
+        admin = AdminClient({**self.admin_client_config(), "log_level": 0})
         last_error: Exception | None = None
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
@@ -198,8 +201,17 @@ class KafkaBroker:
     def _log_hint(self) -> str:
         return f" (log: {self.log_path})"
 
+    def format_arguments(self) -> list[str]:
+        """StorageTool format's options besides the cluster id and the config."""
+        return ["--standalone"]
+
+    def admin_client_config(self) -> dict:
+        """librdkafka settings of an admin of this node (a secured node's super user)."""
+        return {"bootstrap.servers": self.bootstrap}
+
     def create_topic(self, name: str, partitions: int = 1, config: dict[str, str] | None = None) -> str:
-        ensure_topic(self.bootstrap, name, partitions, config=config)
+        admin = self.admin_client_config()
+        ensure_topic(admin["bootstrap.servers"], name, partitions, config=config, client_config=admin)
         return name
 
     def stop(self, timeout_s: float = 30.0, keep_files: bool = False) -> None:

@@ -9,9 +9,11 @@ import sys
 import time
 import uuid
 
-from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, KafkaException, TopicPartition
 
-from quorum import events
+from quorum import events, kafka_client_properties, kafka_failures
+
+CLIENT = "quorum tail's consumer (librdkafka)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -20,6 +22,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--from-beginning", action="store_true", help="start at the earliest record, not the newest")
     p.add_argument("--type", action="append", choices=list(events.RECORD_TYPES), help="only these record types")
     p.add_argument("--max", type=int, default=None, help="stop after this many records")
+    p.add_argument("--command-config", metavar="FILE",
+                   help="Kafka client properties (security.protocol, sasl.mechanism, sasl.jaas.config, "
+                        "ssl.truststore.*, ...), as Kafka's tools take them; the principal needs READ on the topic")
 
 
 def describe(record: events.Record) -> str:
@@ -46,12 +51,33 @@ def describe(record: events.Record) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        props = kafka_client_properties.load_file(args.command_config) if args.command_config else {}
+        security = kafka_client_properties.librdkafka_config(props, CLIENT)
+    except kafka_client_properties.ClientPropertiesError as e:
+        print(f"quorum tail: error: {e}", file=sys.stderr)
+        return 2
+    failures = kafka_failures.LibrdkafkaErrors()
     consumer = Consumer({"bootstrap.servers": args.bootstrap_server, "group.id": f"quorum-tail-{uuid.uuid4().hex}",
-                         "enable.auto.commit": False})
+                         "enable.auto.commit": False, "error_cb": failures, "log_level": 0, **security})
     # assign rather than subscribe: no group rebalance to wait for before the first line
-    metadata = consumer.list_topics(args.topic, timeout=10).topics.get(args.topic)
+    try:
+        metadata = consumer.list_topics(args.topic, timeout=10).topics.get(args.topic)
+    except KafkaException as e:
+        metadata, failure = None, e.args[0]
+        if kafka_failures.librdkafka_name(failure):
+            failures(failure)
     if metadata is None or metadata.error is not None:
-        print(f"quorum tail: topic {args.topic!r} not found on {args.bootstrap_server}", file=sys.stderr)
+        consumer.poll(0.5)  # librdkafka hands its errors (a refused login) to error_cb only from poll
+    if metadata is None or metadata.error is not None or failures.last is not None:
+        name = failures.last[0] if failures.last else (
+            metadata.error.name() if metadata is not None and metadata.error is not None else None)
+        principal = kafka_client_properties.principal(props)
+        why = f"{name}: {kafka_failures.explain(name, principal)}" if name else "not found"
+        if name == "TOPIC_AUTHORIZATION_FAILED":
+            why = f"{name}: authorization failed: User:{principal} needs READ on the topic {args.topic}"
+        print(f"quorum tail: topic {args.topic!r} on {args.bootstrap_server}: {why}", file=sys.stderr)
+        consumer.close()
         return 1
     start = OFFSET_BEGINNING if args.from_beginning else OFFSET_END
     consumer.assign([TopicPartition(args.topic, p, start) for p in metadata.partitions])
@@ -62,7 +88,10 @@ def run(args: argparse.Namespace) -> int:
             if msg is None:
                 continue
             if msg.error():
-                print(f"! {msg.error()}", file=sys.stderr)
+                # librdkafka looks up the group's coordinator though the tail reads by assignment and
+                # never commits: a principal without READ on the group loses nothing
+                if msg.error().code() != KafkaError.GROUP_AUTHORIZATION_FAILED:
+                    print(f"! {msg.error()}", file=sys.stderr)
                 continue
             try:
                 record = events.decode(msg.value())

@@ -38,7 +38,8 @@ async def serve(config, ready_line: bool = True) -> int:
     if config.events_bootstrap:
         publisher = EventPublisher(config.events_bootstrap, config.events_topic,
                                    buffer_records=config.events_buffer_records, client_config=config.events_client,
-                                   client_id=f"quorum-node-{config.node_id}-events").start()
+                                   client_id=f"quorum-node-{config.node_id}-events",
+                                   principal=config.events_principal).start()
     node = QuorumNode(config, publisher)
     await node.start()
     loop = asyncio.get_running_loop()

@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from quorum import kafka_client_properties
 from quorum.raft.config import DEFAULT_TOPIC, RaftConfig
 
 
@@ -64,10 +65,11 @@ SETTINGS: dict[str, tuple[str, type, Any, str]] = {
     "events.buffer.records": ("events_buffer_records", int, 10_000, "records buffered while the broker is away"),
     "control.socket": ("control_socket", str, None, "fault-injection socket (default: DATA_DIR/control.sock)"),
 }
-# Passed to kafka-python's producer for the events topic (dots become underscores).
-EVENTS_CLIENT_KEYS = ("security.protocol", "sasl.mechanism", "sasl.plain.username", "sasl.plain.password",
-                      "sasl.kerberos.service.name", "ssl.cafile", "ssl.certfile", "ssl.keyfile", "ssl.password",
-                      "ssl.check.hostname", "ssl.crlfile", "client.id")
+# The events producer's Kafka client properties, in Kafka's own names after `events.`
+# (events.security.protocol, events.sasl.jaas.config, events.ssl.truststore.location, ...), or
+# a properties file of them (events.command.config), as Kafka's tools take them.
+EVENTS_CLIENT_KEYS = tuple(sorted(kafka_client_properties.PYTHON_KEYS))
+EVENTS_CLIENT = "the node's events producer (kafka-python)"
 REQUIRED = ("node.id", "cluster.id", "controller.quorum.voters", "listener", "data.dir")
 
 
@@ -97,7 +99,8 @@ class NodeConfig:
     metrics_interval_ms: int
     events_buffer_records: int
     control_socket: Path | None
-    events_client: dict[str, Any] = field(default_factory=dict)
+    events_client: dict[str, Any] = field(default_factory=dict, repr=False)  # kafka-python's arguments
+    events_principal: str | None = None
 
     @property
     def is_voter(self) -> bool:
@@ -159,16 +162,19 @@ def from_mapping(raw: dict[str, Any], source: str = "config") -> NodeConfig:
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: expected a mapping of keys to values")
     values: dict[str, Any] = {}
-    client: dict[str, Any] = {}
+    client: dict[str, str] = {}
+    command_config: str | None = None
     for key, value in raw.items():
         key = str(key)
         if key in SETTINGS:
             attr, typ, _, _ = SETTINGS[key]
             values[key] = _coerce(key, typ, value) if key != "controller.quorum.voters" else value
         elif key.startswith("events.") and key[len("events."):] in EVENTS_CLIENT_KEYS:
-            client[key[len("events."):].replace(".", "_")] = value
+            client[key[len("events."):]] = str(value)
+        elif key == "events.command.config":
+            command_config = str(value)
         else:
-            known = list(SETTINGS) + ["events." + k for k in EVENTS_CLIENT_KEYS]
+            known = list(SETTINGS) + ["events." + k for k in EVENTS_CLIENT_KEYS] + ["events.command.config"]
             hint = difflib.get_close_matches(key, known, n=1)
             raise ConfigError(f"{source}: unknown key {key!r}" + (f" (did you mean {hint[0]!r}?)" if hint else ""))
     missing = [k for k in REQUIRED if k not in values]
@@ -179,7 +185,16 @@ def from_mapping(raw: dict[str, Any], source: str = "config") -> NodeConfig:
     kw["listener"] = parse_endpoint("listener", values["listener"])
     kw["data_dir"] = Path(values["data.dir"])
     kw["control_socket"] = Path(values["control.socket"]) if "control.socket" in values else None
-    kw["events_client"] = client
+    try:
+        if command_config is not None:
+            if client:
+                raise ConfigError(f"events.command.config: give the events producer's properties either in that file "
+                                  f"or as events.* keys, not both (found events.{sorted(client)[0]})")
+            client = kafka_client_properties.load_file(command_config)
+        kw["events_client"] = kafka_client_properties.kafka_python_config(client, EVENTS_CLIENT)
+    except kafka_client_properties.ClientPropertiesError as e:
+        raise ConfigError(f"events.{e}" if command_config is None else f"events.command.config: {e}") from None
+    kw["events_principal"] = kafka_client_properties.principal(client)
     if kw["node_id"] < 0:
         raise ConfigError("node.id: must not be negative")
     for key in ("controller.quorum.election.timeout.ms", "controller.quorum.fetch.timeout.ms",
@@ -215,7 +230,8 @@ def settings_help() -> str:
     for key, (_, _, default, text) in SETTINGS.items():
         d = "required" if key in REQUIRED else f"default {default}" if default is not None else "optional"
         lines.append(f"  {key:<44} {text} ({d})")
-    lines.append("  events." + "|".join(k for k in EVENTS_CLIENT_KEYS[:3]) + "|...  passed to the events producer")
+    lines.append("  events.security.protocol|events.sasl.mechanism|events.sasl.jaas.config|events.ssl.truststore.*|..."
+                 "  the events producer's Kafka client properties, in Kafka's names (or events.command.config: FILE)")
     return "\n".join(lines)
 
 

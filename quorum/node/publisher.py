@@ -16,9 +16,11 @@ import threading
 import time
 from typing import Any
 
-from quorum import events
+from quorum import events, kafka_failures
 
 log = logging.getLogger(__name__)
+BOOTSTRAP_TIMEOUT_MS = 5000  # a producer that cannot connect is retried (and its failure said) this often
+DIAGNOSE_EVERY_S = 30.0  # a failing producer's own login is tried at most this often
 
 DEFAULT_BUFFER_RECORDS = 10_000
 DEFAULT_LINGER_MS = 20
@@ -28,7 +30,8 @@ DEFAULT_DELIVERY_TIMEOUT_MS = 30_000
 class EventPublisher:
     def __init__(self, bootstrap_servers: str, topic: str, *, buffer_records: int = DEFAULT_BUFFER_RECORDS,
                  linger_ms: int = DEFAULT_LINGER_MS, delivery_timeout_ms: int = DEFAULT_DELIVERY_TIMEOUT_MS,
-                 client_config: dict[str, Any] | None = None, client_id: str = "quorum-node"):
+                 client_config: dict[str, Any] | None = None, client_id: str = "quorum-node",
+                 principal: str | None = None):
         if buffer_records <= 0:
             raise ValueError("buffer_records must be positive")
         self.bootstrap_servers = bootstrap_servers
@@ -36,6 +39,8 @@ class EventPublisher:
         self.linger_ms = linger_ms
         self.delivery_timeout_ms = delivery_timeout_ms
         self.client_config = dict(client_config or {})
+        self.principal = principal
+        self._diagnosis: tuple[float, str | None] = (-DIAGNOSE_EVERY_S, None)  # (when, what) of the last login probe
         self.client_id = client_id
         self._buffer: collections.deque[tuple[bytes, bytes]] = collections.deque()
         self._capacity = buffer_records
@@ -85,17 +90,23 @@ class EventPublisher:
         self._stopping.set()
         self._wakeup.set()
         self._thread.join(flush_timeout_s + 1)
+        with self._lock:
+            undelivered, self._dropped = len(self._buffer), self._dropped + len(self._buffer)
+            self._buffer.clear()
+        if undelivered and self.last_error is None:
+            named = self._diagnosed()  # the producer never got as far as an error of its own
+            self.last_error = kafka_failures.explain(named, self.principal) if named else "not connected"
 
     # --- background thread --------------------------------------------------------------------------
 
     def _make_producer(self):
         from kafka import KafkaProducer
         return KafkaProducer(
-            bootstrap_servers=self.bootstrap_servers, client_id=self.client_id, acks=1,
-            enable_idempotence=False, linger_ms=self.linger_ms, max_block_ms=1000,
+            bootstrap_servers=self.bootstrap_servers, acks=1,
+            enable_idempotence=False, linger_ms=self.linger_ms, max_block_ms=1000, bootstrap_timeout_ms=BOOTSTRAP_TIMEOUT_MS,
             delivery_timeout_ms=self.delivery_timeout_ms, request_timeout_ms=min(10_000, self.delivery_timeout_ms),
             max_in_flight_requests_per_connection=1,  # keep per-key order across retries
-            reconnect_backoff_max_ms=1000, **self.client_config)
+            reconnect_backoff_max_ms=1000, **{"client_id": self.client_id, **self.client_config})
 
     def _run(self) -> None:
         producer = None
@@ -147,8 +158,18 @@ class EventPublisher:
             self._dropped += 1
         self._note_error(exc)
 
+    def _diagnosed(self) -> str | None:
+        """Why a secured Kafka refuses the producer, which sees only timeouts: one login of its
+        own (kafka_login_probe.py), tried at most every DIAGNOSE_EVERY_S."""
+        when, what = self._diagnosis
+        if time.monotonic() - when >= DIAGNOSE_EVERY_S:
+            found = kafka_failures.diagnose(self.bootstrap_servers, self.client_config, 2.0)
+            self._diagnosis = (time.monotonic(), found[0] if found else None)
+        return self._diagnosis[1]
+
     def _note_error(self, e: BaseException) -> None:
-        msg = f"{type(e).__name__}: {e}"
+        named = kafka_failures.name_of(e) or self._diagnosed()
+        msg = kafka_failures.explain(named, self.principal) if named else f"{type(e).__name__}: {e}"
         if msg != self.last_error:
             log.warning("events topic %s on %s: %s (buffering, dropping oldest when full)",
                         self.topic, self.bootstrap_servers, msg)

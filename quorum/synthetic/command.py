@@ -19,6 +19,7 @@ import json
 import signal
 import sys
 
+from quorum import kafka_client_properties
 from quorum.kafka_broker import ensure_topic
 from quorum.synthetic.faults import FAULT_KINDS, FaultSpecError, demo_faults, parse_duration_ms, parse_fault
 from quorum.synthetic.model import SyntheticConfig
@@ -51,7 +52,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--processes", type=int, default=1, help="generator processes, clusters split between them")
     p.add_argument("--timeline", default=None, metavar="FILE", help="write the ground-truth timeline as JSON lines")
     p.add_argument("--producer-config", action="append", default=[], metavar="KEY=VALUE",
-                   help="extra librdkafka producer settings (security, compression); repeatable")
+                   help="extra librdkafka producer tuning (compression.type=lz4, linger.ms=50); repeatable. "
+                        "Security settings go in --command-config, never on the command line")
+    p.add_argument("--command-config", metavar="FILE",
+                   help="Kafka client properties (security.protocol, sasl.jaas.config, ssl.truststore.*), as "
+                        "Kafka's tools take them; the principal needs WRITE on the topic")
 
 
 def append_interval_for_rate(rate: float, clusters: int, voters: int, observers: int,
@@ -79,13 +84,22 @@ def run(args: argparse.Namespace) -> int:
                                  seed=args.seed, append_interval_ms=interval, faults=tuple(faults))
         duration_ms = parse_duration_ms(args.duration) if args.duration else None
         producer_config = dict(kv.split("=", 1) for kv in args.producer_config)
+        secret = [k for k in producer_config if k.split(".")[0] in ("sasl", "ssl", "security")]
+        if secret:
+            raise ValueError(f"--producer-config {secret[0]}: security settings go in --command-config FILE "
+                             f"(command lines are visible to every user of the machine)")
+        if args.command_config:
+            props = kafka_client_properties.load_file(args.command_config)
+            producer_config.update(kafka_client_properties.librdkafka_config(
+                props, "quorum synth's producer (librdkafka)"))
     except (FaultSpecError, ValueError) as e:
         print(f"quorum synth: {e}", file=sys.stderr)
         return 2
     if args.speed == 0 and duration_ms is None:
         print("quorum synth: --speed 0 needs --duration", file=sys.stderr)
         return 2
-    ensure_topic(args.bootstrap_server, args.topic, args.partitions)
+    security = {k: v for k, v in producer_config.items() if k.split(".")[0] in ("sasl", "ssl", "security")}
+    ensure_topic(args.bootstrap_server, args.topic, args.partitions, client_config=security)
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(1))
     print(f"synthetic quorum: {config.clusters} cluster(s) x {config.voters} voters + {config.observers} observers, "

@@ -37,6 +37,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from quorum import kafka_failures
+
 from . import clocks as C
 from . import reduce as R
 from . import statuses as S
@@ -53,7 +55,9 @@ EPOCHS_KEPT = 8
 ZERO_DIRECTORY_ID = "AAAAAAAAAAAAAAAAAAAAAA"  # Kafka's zero UUID, base64url: directory id unknown
 COLLECTOR = "collector"
 # Poll errors that say something of the quorum: nothing listens where its nodes were. Any other
-# client failure (timeout, unknown_host, connection_error, ...) is the collector's path failing.
+# client failure (timeout, unknown_host, connection_error, ...) is the collector's path failing,
+# and so is a secured cluster refusing the collector (its credentials, its trust, its ACLs),
+# though that comes as an answer.
 EVIDENT_POLL_ERRORS = ("connection_refused",)
 NETWORK_PARTITION = "network_partition"  # the quorum's cause while its reason names a partition
 
@@ -374,7 +378,7 @@ class QuorumTracker:
         poll = self.s["poll"] or {"interval": -1, "ok_ms": -1, "failures": 0, "error": None, "answered_by": -1}
         code = int(rec.get("error_code") if rec.get("error_code") is not None else -1)
         error = str(rec.get("error") or code)
-        blind = code < 0 and error not in EVIDENT_POLL_ERRORS
+        blind = error in kafka_failures.COLLECTOR_SIDE or (code < 0 and error not in EVIDENT_POLL_ERRORS)
         poll.update({"interval": int(rec.get("poll_interval_ms") or -1), "failures": poll["failures"] + 1,
                      "error": error, "blind": blind,
                      "answered_by": int(rec.get("answered_by") if rec.get("answered_by") is not None else -1)})
@@ -791,9 +795,11 @@ class QuorumTracker:
         if len(current_claims) >= 2:
             status, reason = S.SPLIT_BRAIN, f"nodes {sorted(current_claims)} claim epoch {epoch}"
         elif unobserved:
-            status, reason = S.UNOBSERVED, (f"the collector reaches no node: DescribeQuorum failing ({poll['error']}, "
-                                            f"{poll['failures']} polls in a row), and no node's own record for "
-                                            f"{now_ms - heard} ms")
+            refused = poll["error"] in kafka_failures.COLLECTOR_SIDE
+            status, reason = S.UNOBSERVED, (
+                f"the collector {'is refused' if refused else 'reaches no node'}: DescribeQuorum failing "
+                f"({kafka_failures.explain(poll['error']) if refused else poll['error']}, {poll['failures']} polls "
+                f"in a row), and no node's own record for {now_ms - heard} ms")
         elif not leader_alive:
             detail = f"; election in progress (epoch {candidate_epoch})" if candidate_epoch > epoch else ""
             if s["poll"] is not None and s["poll"]["failures"]:

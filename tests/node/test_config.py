@@ -43,11 +43,32 @@ def test_missing_keys_are_listed():
         from_mapping({"node.id": 1, "controller.quorum.voters": "1@h:1", "listener": "h:1"})
 
 
-def test_events_security_settings_reach_the_producer_config():
-    cfg = from_mapping({**BASE, "events.bootstrap.servers": "k:9092", "events.security.protocol": "SASL_SSL",
-                        "events.sasl.mechanism": "PLAIN", "events.sasl.plain.username": "u"})
-    assert cfg.events_client == {"security_protocol": "SASL_SSL", "sasl_mechanism": "PLAIN",
-                                 "sasl_plain_username": "u"}
+def test_events_security_settings_in_kafkas_names_reach_the_producer_config():
+    jaas = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="node" password="pw";'
+    cfg = from_mapping({**BASE, "events.bootstrap.servers": "k:9092", "events.security.protocol": "SASL_PLAINTEXT",
+                        "events.sasl.mechanism": "SCRAM-SHA-512", "events.sasl.jaas.config": jaas})
+    assert cfg.events_client == {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "SCRAM-SHA-512",
+                                 "sasl_plain_username": "node", "sasl_plain_password": "pw"}
+    assert cfg.events_principal == "node"
+    assert "pw" not in repr(cfg)
+
+
+def test_events_security_settings_from_a_command_config_file(tmp_path):
+    path = tmp_path / "events.properties"
+    path.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config="
+                    "org.apache.kafka.common.security.plain.PlainLoginModule required \\\n"
+                    '    username="node" password="pw";\n')
+    cfg = from_mapping({**BASE, "events.bootstrap.servers": "k:9092", "events.command.config": str(path)})
+    assert cfg.events_client["sasl_plain_password"] == "pw"
+    with pytest.raises(ConfigError, match="either in that file or as events"):
+        from_mapping({**BASE, "events.command.config": str(path), "events.security.protocol": "SSL"})
+
+
+def test_events_settings_in_another_clients_dialect_are_refused():
+    with pytest.raises(ConfigError, match="unknown key 'events.sasl.plain.username'"):
+        from_mapping({**BASE, "events.bootstrap.servers": "k:9092", "events.sasl.plain.username": "u"})
+    with pytest.raises(ConfigError, match="events.sasl.jaas.config: needed for SASL PLAIN"):
+        from_mapping({**BASE, "events.security.protocol": "SASL_SSL", "events.sasl.mechanism": "PLAIN"})
 
 
 def test_node_command_refuses_another_clusters_data_dir(tmp_path):

@@ -37,7 +37,7 @@ class WatchedKafka(QuorumScript):
         if self.poll_fails is None:
             poll = self.snapshot()
         else:
-            code = 6 if self.poll_fails == "NOT_LEADER_OR_FOLLOWER" else -1
+            code = {"NOT_LEADER_OR_FOLLOWER": 6, "CLUSTER_AUTHORIZATION_FAILED": 31}.get(self.poll_fails, -1)
             poll = self.poll_error(error=self.poll_fails, code=code)
         poll["refused_nodes"] = refused
         nodes = [self.metrics(n) for n in (*self.voters, *self.observers) if n not in self.frozen | self.killed]
@@ -121,6 +121,28 @@ def test_the_collector_reaching_no_node_and_no_node_answering_is_unobserved_not_
     script.poll_fails = None
     watched(script, mon, 3)
     assert mon.quorum()["status"] == S.HEALTHY
+
+
+def test_a_secured_cluster_refusing_the_collector_is_unobserved_with_the_acl_it_needs_never_a_verdict():
+    script, mon = WatchedKafka(), Monitor()
+    watched(script, mon, 10)
+    script.poll_fails = "CLUSTER_AUTHORIZATION_FAILED"  # an answer, but one about the collector's ACLs
+    rows = watched(script, mon, 10)
+    assert {r["status"] for r in rows} == {S.HEALTHY}, [(r["status"], r["reason"]) for r in rows]
+    assert mon.quorum()["poll_error"] == "CLUSTER_AUTHORIZATION_FAILED"
+    for n in script.voters:
+        script.frozen.add(n)  # and no node's own view either: nothing is known of the voters
+    for error in ("CLUSTER_AUTHORIZATION_FAILED", "authentication_failed", "tls_failed"):
+        script.poll_fails = error
+        rows = watched(script, mon, 15)
+        assert not {r["status"] for r in rows} & PAGING, [(r["status"], r["reason"]) for r in rows]
+        assert {mon.replica(v)["status"] for v in script.voters} <= {S.UNKNOWN, S.CAUGHT_UP}
+        q = mon.quorum()
+        assert q["status"] == S.UNOBSERVED and "the collector is refused" in q["reason"], q["reason"]
+    assert "TLS handshake failed" in mon.quorum()["reason"]
+    script.poll_fails = "CLUSTER_AUTHORIZATION_FAILED"
+    watched(script, mon, 1)
+    assert "needs DESCRIBE on the CLUSTER" in mon.quorum()["reason"]
 
 
 def test_every_node_refusing_connections_is_a_real_outage_and_pages():
