@@ -47,11 +47,12 @@ def main(argv: list[str] | None = None) -> int:
         cfg = load_config(args.config)
         if args.command == "run":
             cfg = _with_overrides(cfg, args)
+        cfg.check_files()
     except ConfigError as e:
         print(f"streaming: bad configuration: {e}", file=sys.stderr)
         return 2
     if args.command == "check-config":
-        print(json.dumps(cfg.to_dict(), indent=2, sort_keys=True))
+        print(json.dumps(cfg.shown(), indent=2, sort_keys=True))
         return 0
     return _run(cfg, args.log_level)
 

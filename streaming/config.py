@@ -91,7 +91,11 @@ class SourceConfig:
     # Records the topic deleted (retention) before the job read them: false logs how many offsets
     # were lost and reads on from the earliest left; true stops the job (Spark's own default).
     fail_on_data_loss: bool = False
-    kafka: dict = field(default_factory=dict)   # Java client settings passed through: security.protocol, sasl.*, ssl.*
+    # Kafka's own client properties, passed to Spark's connector as they are (security.protocol,
+    # sasl.jaas.config, ssl.truststore.*), inline and/or from a properties file (`command_config`,
+    # as Kafka's tools take it); inline keys win.
+    kafka: dict = field(default_factory=dict)
+    command_config: str | None = None
 
     def __post_init__(self) -> None:
         if self.starting_offsets not in STARTING_OFFSETS:
@@ -103,12 +107,32 @@ class SourceConfig:
             raise ConfigError("topic: must not be empty")
         if self.max_offsets_per_trigger is not None and self.max_offsets_per_trigger < 1:
             raise ConfigError(f"max_offsets_per_trigger: must be >= 1 (got {self.max_offsets_per_trigger})")
-        for key in self.kafka:
+        for key in self.client_properties():
             if str(key).startswith("kafka."):
                 raise ConfigError(f"kafka.{key}: write client settings without the 'kafka.' prefix")
             if str(key) in CONNECTOR_OWNED_SETTINGS:
                 raise ConfigError(f"kafka.{key}: set by Spark's Kafka connector itself (offsets live in "
                                   f"the job's checkpoint), so it cannot be given here")
+
+        self.java_properties(check_files=False)
+
+    def java_properties(self, check_files: bool = True) -> dict[str, str]:
+        """The client properties, checked as Kafka's Java client will take them; with
+        `check_files`, the stores they name must be readable on this machine (the driver)."""
+        from quorum import kafka_client_properties as kcp
+        try:
+            return kcp.java_config(self.client_properties(), "the job's source (Spark's Kafka connector)",
+                                   check_files=check_files)
+        except kcp.ClientPropertiesError as e:
+            raise ConfigError(f"kafka.{e}") from None
+
+    def client_properties(self) -> dict[str, str]:
+        from quorum import kafka_client_properties as kcp
+        try:
+            from_file = kcp.load_file(self.command_config) if self.command_config else {}
+        except kcp.ClientPropertiesError as e:
+            raise ConfigError(f"command_config: {e}") from None
+        return {**from_file, **{str(k): str(v) for k, v in self.kafka.items()}}
 
     def reader_options(self) -> dict[str, str]:
         """Options for `streaming.source.open_stream` (the connector's names)."""
@@ -117,7 +141,7 @@ class SourceConfig:
         if self.max_offsets_per_trigger is not None:
             opts["maxOffsetsPerTrigger"] = str(self.max_offsets_per_trigger)
         opts["kafka.fetch.max.wait.ms"] = str(READ_FETCH_MAX_WAIT_MS)  # a setting in `kafka` wins
-        opts.update({f"kafka.{k}": str(v) for k, v in self.kafka.items()})
+        opts.update({f"kafka.{k}": v for k, v in self.client_properties().items()})
         return opts
 
 
@@ -196,6 +220,23 @@ class JobConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    def check_files(self) -> None:
+        """What the configuration names that must exist where the job starts (the Kafka clients'
+        stores); raises ConfigError. Kept out of loading, so that a config can be checked for
+        its own sake on another machine."""
+        try:
+            self.source.java_properties()
+        except ConfigError as e:
+            raise ConfigError(f"source.{e}") from None
+
+    def shown(self) -> dict[str, Any]:
+        """`to_dict` with every secret of the Kafka client properties as `[hidden]` (check-config)."""
+        from quorum.kafka_client_properties import redacted
+        d = self.to_dict()
+        d["source"]["kafka"] = redacted(d["source"]["kafka"])
+        d["sink"]["kafka"]["properties"] = redacted(d["sink"]["kafka"]["properties"])
+        return d
 
 
 def load_config(path: str | Path) -> JobConfig:

@@ -44,6 +44,10 @@ def is_local_master(master: str) -> bool:
     return master == "local" or master.startswith(("local[", "local-cluster["))
 
 
+REDACTION_REGEX = "(?i)secret|password|token|access[.]key|jaas"  # Spark's default, and JAAS configs
+OPTIONS_REDACTION_REGEX = "(?i)url|jaas|password|keystore[.]key"
+
+
 def address_conf(master: str, conf: dict[str, str] | None = None) -> dict[str, str]:
     """The address settings to add. In local mode the driver and its executors talk over loopback
     (a machine whose hostname resolves to an unreachable address still works); on a cluster
@@ -143,7 +147,11 @@ def build_spark(master: str = "local[*]", app_name: str = "quorum-health", shuff
                .config("spark.ui.enabled", "false")
                .config("spark.sql.execution.arrow.pyspark.enabled", "true")
                .config(UNIX_SOCKETS, "true")
-               .config(HUGE_METHOD_LIMIT, str(HOTSPOT_HUGE_METHOD_LIMIT)))
+               .config(HUGE_METHOD_LIMIT, str(HOTSPOT_HUGE_METHOD_LIMIT))
+               # the source's Kafka options hold a JAAS config with a password: Spark's plans, UI
+               # and logs show options and settings matching these as *********(redacted)
+               .config("spark.redaction.regex", REDACTION_REGEX)
+               .config("spark.sql.redaction.options.regex", OPTIONS_REDACTION_REGEX))
     for key, value in {**address_conf(master, extra_conf), **connector_conf(master, extra_conf),
                        **(extra_conf or {})}.items():
         builder = builder.config(key, value)

@@ -89,7 +89,11 @@ class KafkaSinkConfig:
     enabled: bool = False
     bootstrap_servers: str = "127.0.0.1:9092"
     topic: str = "quorum-health"
-    producer_config: dict = field(default_factory=dict)  # extra confluent-kafka settings (security...)
+    # Kafka client properties in Kafka's own names (security.protocol, sasl.jaas.config,
+    # ssl.truststore.*: kafka_client_properties.py), inline and/or from a properties file
+    # (`command_config`, as Kafka's tools take it); inline keys win.
+    properties: dict = field(default_factory=dict)
+    command_config: str | None = None
     flush_timeout_s: float = 10.0        # a batch waits this long for deliveries while the topic answers
     delivery_timeout_s: float = 30.0     # an event not delivered by then is retried at a later batch
     buffer_events: int = 100_000         # undelivered events kept at most (the oldest dropped, counted)
@@ -97,8 +101,29 @@ class KafkaSinkConfig:
     def __post_init__(self) -> None:
         if self.buffer_events < 1:
             raise ConfigError(f"buffer_events: must be >= 1 (got {self.buffer_events})")
+        self.producer_settings()  # an unusable property is a configuration error at start
         if self.flush_timeout_s < 0 or self.delivery_timeout_s <= 0:
             raise ConfigError("flush_timeout_s must be >= 0 and delivery_timeout_s > 0")
+
+
+    def producer_settings(self) -> dict[str, Any]:
+        """librdkafka's settings for the properties (the health producer is confluent-kafka's)."""
+        from quorum import kafka_client_properties as kcp
+        try:
+            return kcp.librdkafka_config(self.client_properties(), HEALTH_PRODUCER)
+        except kcp.ClientPropertiesError as e:
+            raise ConfigError(f"properties.{e}") from None
+
+    def client_properties(self) -> dict[str, str]:
+        from quorum import kafka_client_properties as kcp
+        try:
+            from_file = kcp.load_file(self.command_config) if self.command_config else {}
+        except kcp.ClientPropertiesError as e:
+            raise ConfigError(f"command_config: {e}") from None
+        return {**from_file, **{str(k): str(v) for k, v in self.properties.items()}}
+
+
+HEALTH_PRODUCER = "the job's health topic producer (librdkafka)"
 
 
 @dataclass(frozen=True)
@@ -118,4 +143,9 @@ class SinkConfig:
     def from_dict(cls, d: Mapping[str, Any] | None, section: str = "sink") -> "SinkConfig":
         d = checked_section(cls, d, section)
         types = {"prometheus": PrometheusSinkConfig, "kafka": KafkaSinkConfig, "console": ConsoleSinkConfig}
+        if isinstance(d.get("kafka"), Mapping) and "producer_config" in d["kafka"]:
+            raise ConfigError(f"{section}.kafka.producer_config: give the health producer's Kafka client properties "
+                              f"in Kafka's own names under {section}.kafka.properties (security.protocol, "
+                              f"sasl.mechanism, sasl.jaas.config, ssl.truststore.location, ...), or a properties "
+                              f"file as {section}.kafka.command_config")
         return cls(**{name: config_from_dict(types[name], value, f"{section}.{name}") for name, value in d.items()})

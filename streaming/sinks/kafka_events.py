@@ -26,6 +26,8 @@ from typing import Any
 
 from quorum.events import quorum_key
 
+from quorum import kafka_client_properties, kafka_failures
+
 from .config import KafkaSinkConfig
 
 log = logging.getLogger(__name__)
@@ -49,9 +51,11 @@ class KafkaEventsSink:
     def __init__(self, cfg: KafkaSinkConfig, spool_path: str | Path | None = None):
         from confluent_kafka import Producer
         self.cfg = cfg
+        self.failures = kafka_failures.LibrdkafkaErrors()
+        self.principal = kafka_client_properties.principal(cfg.client_properties())
         conf = {"bootstrap.servers": cfg.bootstrap_servers, "enable.idempotence": True, "linger.ms": 20,
-                "message.timeout.ms": int(cfg.delivery_timeout_s * 1000)}
-        conf.update(cfg.producer_config)
+                "message.timeout.ms": int(cfg.delivery_timeout_s * 1000), "error_cb": self.failures,
+                **cfg.producer_settings()}
         self.producer = Producer(conf)
         self.spool = Path(spool_path) if spool_path else None
         # id -> [key, value, in flight]; insertion order is publication order
@@ -81,6 +85,7 @@ class KafkaEventsSink:
                 self.delivered_total += 1
             else:
                 self.failures_total += 1
+                self.failures(err)  # a refused login or a missing ACL, kept for the log
                 if entry is not None:
                     entry[2] = False  # to be produced again at the next batch
         return callback
@@ -107,8 +112,14 @@ class KafkaEventsSink:
         self.producer.flush(self.cfg.flush_timeout_s if self.healthy else 0)
         self.healthy = not self.pending
         if not self.healthy:
-            log.warning("health events topic %r: %d events not yet delivered (%d dropped so far)",
-                        self.cfg.topic, len(self.pending), self.dropped_total)
+            why = ""
+            if self.failures.last is not None:  # a secured Kafka that refuses the producer, said so
+                name = self.failures.last[0]
+                why = f": {kafka_failures.explain(name, self.principal)}"
+                if name == "TOPIC_AUTHORIZATION_FAILED":
+                    why = f": authorization failed: User:{self.principal} needs WRITE on the topic {self.cfg.topic}"
+            log.warning("health events topic %r: %d events not yet delivered (%d dropped so far)%s",
+                        self.cfg.topic, len(self.pending), self.dropped_total, why)
         self._write_spool()
 
     # --- spool -------------------------------------------------------------------------------------

@@ -1,6 +1,8 @@
 """The job's YAML configuration: documented defaults, errors that name the key, the CLI's answer."""
 from __future__ import annotations
 
+import json
+
 import dataclasses
 import os
 from pathlib import Path
@@ -57,13 +59,38 @@ def test_a_bad_config_is_refused_naming_the_key(config, message):
         JobConfig.from_dict(config)
 
 
-def test_source_options_use_the_connectors_names_and_pass_client_settings_through():
+def test_source_options_use_the_connectors_names_and_pass_client_settings_through(tmp_path):
+    jaas = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="job" password="pw";'
+    (tmp_path / "job.properties").write_text(f"security.protocol=SASL_PLAINTEXT\nsasl.jaas.config={jaas}\n"
+                                             "sasl.mechanism=PLAIN\n")
     cfg = JobConfig.from_dict({"source": {"bootstrap_servers": "b:9092", "topic": "ev", "max_offsets_per_trigger": 10,
-                                          "kafka": {"security.protocol": "SASL_SSL", "sasl.username": "u"}}})
+                                          "command_config": str(tmp_path / "job.properties"),
+                                          "kafka": {"sasl.mechanism": "SCRAM-SHA-512"}}})
     assert cfg.source.reader_options() == {
         "kafka.bootstrap.servers": "b:9092", "subscribe": "ev", "startingOffsets": "latest",
         "failOnDataLoss": "false", "maxOffsetsPerTrigger": "10", "kafka.fetch.max.wait.ms": "10",
-        "kafka.security.protocol": "SASL_SSL", "kafka.sasl.username": "u"}
+        "kafka.security.protocol": "SASL_PLAINTEXT", "kafka.sasl.jaas.config": jaas,
+        "kafka.sasl.mechanism": "SCRAM-SHA-512"}
+    assert cfg.shown()["source"]["kafka"] == {"sasl.mechanism": "SCRAM-SHA-512"}
+
+
+def test_check_config_exits_2_on_a_missing_truststore_and_never_prints_a_secret(tmp_path, capsys):
+    from streaming.cli import main
+    jaas = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="job" password="hunter2";'
+    source = {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "sasl.jaas.config": jaas,
+              "ssl.truststore.password": "trust-pw"}
+    config = tmp_path / "job.yaml"
+    config.write_text(json.dumps({"source": {"kafka": {**source, "ssl.truststore.location": "/nonexistent.jks"}}}))
+    assert main(["check-config", "--config", str(config)]) == 2
+    out = capsys.readouterr()
+    assert "ssl.truststore.location: /nonexistent.jks cannot be read here" in out.err
+    config.write_text(json.dumps({"source": {"kafka": source},
+                                  "sink": {"kafka": {"properties": {**source, "security.protocol": "SASL_PLAINTEXT"}}}}))
+    assert main(["check-config", "--config", str(config)]) == 0
+    out = capsys.readouterr()
+    assert '"sasl.jaas.config": "[hidden]"' in out.out and '"ssl.truststore.password": "[hidden]"' in out.out
+    for secret in ("hunter2", "trust-pw"):
+        assert secret not in out.out + out.err
 
 
 def test_the_reads_short_fetch_wait_gives_way_to_the_users_own():
