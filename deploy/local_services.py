@@ -81,7 +81,9 @@ class NodeSpec:
     voter: bool
 
 
-def write_node_configs(run_dir: Path, voters: int, observers: int, bootstrap: str) -> list[NodeSpec]:
+def write_node_configs(run_dir: Path, voters: int, observers: int, bootstrap: str,
+                       events_command_config: str | None = None) -> list[NodeSpec]:
+    """Each node's YAML; `events_command_config`: the events producer's Kafka client properties file."""
     addresses = {i: f"127.0.0.1:{free_port()}" for i in range(1, voters + observers + 1)}
     voter_list = ",".join(f"{i}@{addresses[i]}" for i in range(1, voters + 1))
     specs = []
@@ -92,6 +94,7 @@ def write_node_configs(run_dir: Path, voters: int, observers: int, bootstrap: st
             "node.id": node_id, "cluster.id": CLUSTER_ID, "controller.quorum.voters": voter_list,
             "listener": address, "data.dir": str(run_dir / "nodes" / f"data-{node_id}"),
             "events.bootstrap.servers": bootstrap, "events.topic": EVENTS_TOPIC,
+            **({"events.command.config": events_command_config} if events_command_config else {}),
         }, sort_keys=False))
         specs.append(NodeSpec(node_id, address, path, node_id <= voters))
     return specs

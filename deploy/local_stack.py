@@ -18,6 +18,9 @@ notifications are printed here.
       partition-leader  cut the current leader off from everyone
       heal              undo all of the above
 
+  deploy/run-local --secure            secure the stack's Kafka (SASL_SSL with SCRAM users, TLS,
+                                       StandardAuthorizer ACLs): every part runs under its own
+                                       principal, from the properties files in RUN_DIR/credentials
   deploy/run-local --kafka-quorum      also run a real Apache Kafka KRaft cluster (3 controllers,
                                        1 broker, each serving its metrics through the Prometheus
                                        JMX exporter agent) with `quorum collect` watching it, so
@@ -53,6 +56,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "deploy"))
 
 import local_services as svc  # noqa: E402
+import secure_stack  # noqa: E402
 from alert_console import AlertConsole  # noqa: E402
 
 from quorum.kafka_broker import BrokerError, KafkaBroker  # noqa: E402
@@ -157,6 +161,15 @@ class Stack:
         self.other_cluster: set[int] = set()
         self.data_dirs: dict[int, str] = {}  # each node's own, while wrong-cluster runs it on another
         self.supervisor: JobSupervisor | None = None
+        self.credentials: secure_stack.Credentials | None = None  # --secure: each part's properties file
+
+    def client_properties(self, principal: str) -> str | None:
+        """The properties file of a part's principal (--secure), or None."""
+        return str(self.credentials.properties(principal)) if self.credentials else None
+
+    def command_config(self, principal: str, option: str = "--command-config") -> list[str]:
+        path = self.client_properties(principal)
+        return [option, path] if path else []
 
     @property
     def state_file(self) -> Path:
@@ -190,7 +203,9 @@ class Stack:
         # replaced whole: `status`, `chaos` and the tests read it while the supervisor rewrites it
         write_atomically(self.state_file, json.dumps({"launcher": os.getpid(), "pids": pids, "urls": self.urls,
                                                       "nodes": nodes, "job_restarts": restarts,
-                                                      "kafka_quorum": kafka_quorum}, indent=2).encode())
+                                                      "kafka_quorum": kafka_quorum,
+                                                      "credentials": str(self.credentials.directory)
+                                                      if self.credentials else None}, indent=2).encode())
 
     def node_name(self, node_id: int) -> str:
         return f"node-{node_id}"
@@ -470,7 +485,8 @@ def _start_kafka_quorum(stack: Stack, quorum: list[str]) -> None:
     node_metrics = [a for i in sorted(cluster.nodes) for a in ("--node-metrics", f"{i}={cluster.metrics_url(i)}")]
     stack.spawn("kafka-collector", quorum + ["collect", "--bootstrap-server", cluster.bootstrap, "--cluster-id",
                                              cluster.cluster_id, *node_metrics, "--events-bootstrap-server",
-                                             stack.broker.bootstrap, "--events-topic", svc.EVENTS_TOPIC])
+                                             stack.broker.bootstrap, "--events-topic", svc.EVENTS_TOPIC,
+                                             *stack.command_config("collector", "--events-command-config")])
 
 
 def _streaming_job_config(stack: Stack, pushgateway: str) -> Path:
@@ -484,6 +500,10 @@ def _streaming_job_config(stack: Stack, pushgateway: str) -> Path:
     config["dead_letters"]["path"] = str(stack.run_dir / "dead-letters")
     config["sink"]["prometheus"].update(mode="pushgateway", pushgateway_url=f"http://{pushgateway}")
     config["sink"]["kafka"].update(enabled=True, bootstrap_servers=stack.broker.bootstrap, topic=svc.HEALTH_TOPIC)
+    job_properties = stack.client_properties("job")
+    if job_properties:
+        config["source"]["command_config"] = job_properties
+        config["sink"]["kafka"]["command_config"] = job_properties
     path = stack.run_dir / "job.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
@@ -493,7 +513,7 @@ def _streaming_job_config(stack: Stack, pushgateway: str) -> Path:
 # so a checkpoint's offsets, the nodes' logs, the pushed verdicts and the stored series of a
 # previous run describe a cluster that is gone: the job would plan offsets the new topic never
 # had, and the Pushgateway would serve the old run's last batch time (QuorumMonitorSilent).
-PER_RUN_STATE = ("kafka", "kafka-quorum", "checkpoints", "dead-letters", "nodes", "logs", "pushgateway.data", "prometheus-data",
+PER_RUN_STATE = ("kafka", "kafka-quorum", "credentials", "checkpoints", "dead-letters", "nodes", "logs", "pushgateway.data", "prometheus-data",
                  "alertmanager-data", "job.yaml", "prometheus.yml", "alertmanager.yml", "control.sock")
 
 
@@ -527,16 +547,26 @@ def up(args: argparse.Namespace) -> int:
     control = None
     try:
         svc.check_binaries()
-        say(f"[1/6] Apache Kafka, one broker+controller node (log {stack.log('broker')})")
-        stack.broker = KafkaBroker(port=args.broker_port or free_port(), data_dir=run_dir / "kafka",
-                                   log_path=stack.log("broker")).start()
-        stack.broker.create_topic(svc.EVENTS_TOPIC, args.partitions)
-        stack.broker.create_topic(svc.HEALTH_TOPIC, 1)
+        if args.secure:
+            say(f"[1/6] Apache Kafka, one broker+controller node, SASL_SSL with SCRAM users and ACLs "
+                f"(log {stack.log('broker')})")
+            stack.broker, stack.credentials = secure_stack.start(
+                run_dir, args.broker_port or free_port(), stack.log("broker"), svc.EVENTS_TOPIC, svc.HEALTH_TOPIC,
+                args.partitions)
+            say(f"      credentials: {stack.credentials.directory} (admin.properties for Kafka's own tools; "
+                f"one PRINCIPAL.properties per part)")
+        else:
+            say(f"[1/6] Apache Kafka, one broker+controller node (log {stack.log('broker')})")
+            stack.broker = KafkaBroker(port=args.broker_port or free_port(), data_dir=run_dir / "kafka",
+                                       log_path=stack.log("broker")).start()
+            stack.broker.create_topic(svc.EVENTS_TOPIC, args.partitions)
+            stack.broker.create_topic(svc.HEALTH_TOPIC, 1)
         stack.urls["kafka"] = stack.broker.bootstrap
         stack.save()
 
         say(f"[2/6] quorum: {args.voters} voters + {args.observers} observer(s), cluster id {svc.CLUSTER_ID}")
-        for spec in svc.write_node_configs(run_dir, args.voters, args.observers, stack.broker.bootstrap):
+        for spec in svc.write_node_configs(run_dir, args.voters, args.observers, stack.broker.bootstrap,
+                                           stack.client_properties("node")):
             stack.nodes[spec.node_id] = spec
             stack.spawn(stack.node_name(spec.node_id), quorum + ["node", "--config", str(spec.config_path)])
         bootstrap = ",".join(n.address for n in stack.nodes.values())
@@ -564,7 +594,7 @@ def up(args: argparse.Namespace) -> int:
             say(f"[4/6] synthetic quorums: {args.synthetic}, with one of each fault in their first four minutes")
             stack.spawn("synthetic-quorum", quorum + ["synth", "--bootstrap-server", stack.broker.bootstrap,
                                                       "--topic", svc.EVENTS_TOPIC, "--clusters", str(args.synthetic),
-                                                      "--demo-faults"])
+                                                      "--demo-faults", *stack.command_config("node")])
         else:
             say("[4/6] no synthetic quorums (--synthetic N adds some)")
 
@@ -696,6 +726,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.add_argument("--synthetic", type=int, default=0, metavar="N",
                             help="also run N synthetic quorums with scripted faults (default %(default)s)")
         parser.add_argument("--duration", type=float, default=None, help="stop by itself after this many seconds")
+        parser.add_argument("--secure", action="store_true",
+                            help="secure the stack's Kafka as production clusters are (SASL_SSL with SCRAM, TLS, "
+                                 "ACLs): each part runs under its own principal, configured with Kafka's own client "
+                                 "properties files in RUN_DIR/credentials")
         parser.add_argument("--kafka-quorum", action="store_true",
                             help="also run a real Apache Kafka KRaft cluster (3 controllers, 1 broker) and watch it "
                                  "with `quorum collect`")

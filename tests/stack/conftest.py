@@ -1,7 +1,8 @@
 """One local stack (`deploy/run-local`) for every module of tests/stack: it takes a minute to
 start, so the modules share it, in file order: `test_local_stack` (a quiet stack first, then
 chaos and the dashboard), `test_stack_job_restart` (the supervised job killed mid-batch),
-`test_stack_nodes_causes` (each fault on real nodes and the cause it must get). Every test
+`test_stack_nodes_causes` (each fault on real nodes and the cause it must get). The stack runs
+`--secure`: its Kafka has TLS, SCRAM users and ACLs, each part its own principal. Every test
 leaves the quorum healed."""
 from __future__ import annotations
 
@@ -47,8 +48,9 @@ def state_of(run_dir: Path) -> dict:
 def stack(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("stack")
     log = open(run_dir / "launcher.log", "wb")
+    # secured (SASL_SSL, SCRAM, ACLs): every part under its own principal, the chaos tests on top
     proc = subprocess.Popen([sys.executable, str(ROOT / "deploy" / "local_stack.py"), "--run-dir", str(run_dir),
-                             "--kafka-quorum"],
+                             "--kafka-quorum", "--secure"],
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         def ready():
@@ -118,11 +120,20 @@ def await_healthy(state, timeout_s: float = 90, settle_s: float = 5) -> None:
     await_value(f"a healthy quorum with no alert firing for {settle_s:g} s", calm, timeout_s)
 
 
+def admin_client(state) -> dict:
+    """librdkafka settings of the secured stack's admin (its credentials directory's admin.properties)."""
+    from quorum import kafka_client_properties as kcp
+    if not state.get("credentials"):
+        return {}
+    props = kcp.load_file(Path(state["credentials"]) / "admin.properties")
+    return kcp.librdkafka_config(props, "the stack tests' admin")
+
+
 def health_events(state, since_ms: int = 0) -> list[dict]:
     """Every event on the health topic (read from its start), with its Kafka timestamp."""
     from confluent_kafka import Consumer, KafkaError, TopicPartition
     consumer = Consumer({"bootstrap.servers": state["urls"]["kafka"], "group.id": "stack-test",
-                         "enable.auto.commit": False, "enable.partition.eof": True})
+                         "enable.auto.commit": False, "enable.partition.eof": True, **admin_client(state)})
     consumer.assign([TopicPartition("quorum-health", 0, 0)])
     events, deadline = [], time.monotonic() + 30
     try:

@@ -17,7 +17,7 @@ import urllib.request
 
 from tests.prometheus_tools import rule, seconds
 
-from .conftest import alert_summaries, await_value, firing, leader_of, promql, stack_cli
+from .conftest import admin_client, alert_summaries, await_value, firing, leader_of, promql, stack_cli
 
 
 def test_quiet_stack_fires_no_alert_for_two_minutes(stack):
@@ -90,7 +90,7 @@ def test_every_dashboard_panel_returns_data_from_the_running_stack(stack):
     from deploy.dashboard_queries import panel_queries
     _run_dir, state = stack
     # a few records that break the contract, so the invalid-records panel has something to count
-    producer = Producer({"bootstrap.servers": state["urls"]["kafka"]})
+    producer = Producer({"bootstrap.servers": state["urls"]["kafka"], **admin_client(state)})
     for bad in (b"not json", b'{"type": "fetch", "version": 1}', b'{"type": "gossip", "version": 1}'):
         producer.produce("quorum-events", bad)
     assert producer.flush(10) == 0
