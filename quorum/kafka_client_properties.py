@@ -68,6 +68,13 @@ def load_file(path: str | Path) -> dict[str, str]:
         raise ClientPropertiesError(str(e)) from None
 
 
+def merged(command_config: str | None, inline: Mapping[str, Any]) -> dict[str, str]:
+    """A properties file's properties (none without one) overridden by `inline` ones, as
+    Kafka's tools let --command-property override --command-config."""
+    from_file = load_file(command_config) if command_config else {}
+    return {**from_file, **{str(k): str(v) for k, v in inline.items()}}
+
+
 # --- reading the security settings ----------------------------------------------------------------
 
 @dataclass(frozen=True)

@@ -129,10 +129,9 @@ class SourceConfig:
     def client_properties(self) -> dict[str, str]:
         from quorum import kafka_client_properties as kcp
         try:
-            from_file = kcp.load_file(self.command_config) if self.command_config else {}
+            return kcp.merged(self.command_config, self.kafka)
         except kcp.ClientPropertiesError as e:
             raise ConfigError(f"command_config: {e}") from None
-        return {**from_file, **{str(k): str(v) for k, v in self.kafka.items()}}
 
     def reader_options(self) -> dict[str, str]:
         """Options for `streaming.source.open_stream` (the connector's names)."""

@@ -81,3 +81,21 @@ def _offsets(raw) -> dict[tuple[str, str], int]:
         return {}
     return {(topic, partition): int(offset) for topic, partitions in raw.items() if isinstance(partitions, Mapping)
             for partition, offset in partitions.items()}
+
+
+# Kafka's Java exceptions that say a secured Kafka refuses the source, and what to fix.
+REFUSALS = (("TopicAuthorizationException", "authorization failed: {who} needs READ on the topic {topic}"),
+            ("GroupAuthorizationException", "authorization failed: {who} needs READ on the consumer group"),
+            ("SaslAuthenticationException", "authentication failed as {who}: a wrong user or password, or a "
+                                            "mechanism the listener does not enable"),
+            ("SSLHandshakeException", "TLS handshake failed: the broker's certificate is not trusted by "
+                                      "ssl.truststore.*, or the listener does not speak TLS"))
+
+
+def refusal(failure_text: str, topic: str, principal: str | None) -> str | None:
+    """What a failed query's error says of a secured Kafka refusing the source, or None."""
+    who = f"User:{principal}" if principal else "the job's principal"
+    for exception, message in REFUSALS:
+        if exception in failure_text:
+            return message.format(who=who, topic=topic)
+    return None

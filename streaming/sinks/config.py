@@ -117,10 +117,9 @@ class KafkaSinkConfig:
     def client_properties(self) -> dict[str, str]:
         from quorum import kafka_client_properties as kcp
         try:
-            from_file = kcp.load_file(self.command_config) if self.command_config else {}
+            return kcp.merged(self.command_config, self.properties)
         except kcp.ClientPropertiesError as e:
             raise ConfigError(f"command_config: {e}") from None
-        return {**from_file, **{str(k): str(v) for k, v in self.properties.items()}}
 
 
 HEALTH_PRODUCER = "the job's health topic producer (librdkafka)"

@@ -71,3 +71,25 @@ def test_the_job_reads_and_writes_a_secured_kafka_under_its_own_principal(spark,
     plans = [q.lastProgress for q in spark.streams.active]  # stopped: none left running
     assert plans == []
     assert_no_secret(kafka, caplog.text, json.dumps(cfg.shown()))
+
+
+def test_a_source_principal_without_read_fails_the_query_saying_which_acl_it_needs(spark, kafka, files, tmp_path):
+    from streaming.source import refusal
+    events_topic = f"{EVENTS}-denied-{uuid.uuid4().hex[:6]}"
+    kafka.create_topic(events_topic, 1)
+    cfg = JobConfig.from_dict({
+        "source": {"bootstrap_servers": kafka.bootstrap, "topic": events_topic, "command_config": str(files["nobody"])},
+        "job": {"checkpoint_location": str(tmp_path / "checkpoint"), "trigger_interval_ms": 500},
+        "dead_letters": {"enabled": False},
+        "health": {"tick_ms": 500},
+        "sink": {"prometheus": {"mode": "off"}},
+    })
+    job = start_job(spark, cfg)
+    try:
+        wait_for(lambda: not job.health_query.isActive, 120, "the query to fail")
+        failure = str(job.health_query.exception())
+    finally:
+        job.stop()
+    assert refusal(failure, events_topic, "nobody") == \
+        f"authorization failed: User:nobody needs READ on the topic {events_topic}", failure[:2000]
+    assert_no_secret(kafka, failure)

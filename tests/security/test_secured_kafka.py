@@ -83,11 +83,18 @@ def tail(kafka, files, topic: str, count: int, user: str = "job") -> subprocess.
                   "--max", str(count), "--command-config", str(files[user]), timeout_s=60)
 
 
-def test_the_collector_watches_and_publishes_on_a_secured_kafka_under_its_own_principal(kafka, files):
+def events_topic(kafka, writer: str | None = "collector") -> str:
+    """A new events topic that `writer` may write and the job (the tests' reader) read."""
     topic = f"{EVENTS}-{uuid.uuid4().hex[:6]}"
     kafka.create_topic(topic, 1)
-    kafka.grant("collector", "WRITE", "TOPIC", topic)
+    if writer:
+        kafka.grant(writer, "WRITE", "TOPIC", topic)
     kafka.grant("job", "READ", "TOPIC", topic)
+    return topic
+
+
+def test_the_collector_watches_and_publishes_on_a_secured_kafka_under_its_own_principal(kafka, files):
+    topic = events_topic(kafka)
     out = quorum("collect", "--bootstrap-server", kafka.bootstrap, "--command-config", str(files["collector"]),
                  "--events-bootstrap-server", kafka.bootstrap, "--events-topic", topic,
                  "--events-command-config", str(files["collector"]), "--count", "3", "--interval-ms", "500")
@@ -99,10 +106,7 @@ def test_the_collector_watches_and_publishes_on_a_secured_kafka_under_its_own_pr
 
 
 def test_a_collector_refused_every_poll_publishes_why_and_exits_non_zero(kafka, files):
-    topic = f"{EVENTS}-{uuid.uuid4().hex[:6]}"
-    kafka.create_topic(topic, 1)
-    kafka.grant("collector", "WRITE", "TOPIC", topic)
-    kafka.grant("job", "READ", "TOPIC", topic)
+    topic = events_topic(kafka)
     out = quorum("collect", "--bootstrap-server", kafka.bootstrap, "--command-config", str(files["nobody"]),
                  "--events-bootstrap-server", kafka.bootstrap, "--events-topic", topic,
                  "--events-command-config", str(files["collector"]), "--count", "2", "--interval-ms", "500",
@@ -116,8 +120,7 @@ def test_a_collector_refused_every_poll_publishes_why_and_exits_non_zero(kafka, 
 
 
 def test_refused_publishers_and_readers_say_which_acl_they_lack(kafka, files):
-    topic = f"{EVENTS}-{uuid.uuid4().hex[:6]}"
-    kafka.create_topic(topic, 1)
+    topic = events_topic(kafka, writer=None)
     read = tail(kafka, files, topic, 1, user="nobody")
     assert read.returncode == 1 and "TOPIC_AUTHORIZATION_FAILED: authorization failed: User:nobody needs READ on " \
         f"the topic {topic}" in read.stderr, read.stderr
@@ -133,10 +136,7 @@ def test_refused_publishers_and_readers_say_which_acl_they_lack(kafka, files):
 
 def test_the_projects_node_publishes_with_kafkas_properties_under_its_own_principal(kafka, files, tmp_path):
     from quorum.node.local_cluster import Cluster
-    topic = f"{EVENTS}-{uuid.uuid4().hex[:6]}"
-    kafka.create_topic(topic, 1)
-    kafka.grant("node", "WRITE", "TOPIC", topic)
-    kafka.grant("job", "READ", "TOPIC", topic)
+    topic = events_topic(kafka, writer="node")
     cluster = Cluster(tmp_path, voters=1, observers=0, events_bootstrap=kafka.bootstrap, events_topic=topic,
                       settings={"events.command.config": str(files["node"])})
     try:
