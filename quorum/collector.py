@@ -597,7 +597,10 @@ def run(args: argparse.Namespace) -> int:
             result = collection.poll(last=0 < args.count == polls + 1)
             outcome = result.outcome
             polls += 1
-            answered += outcome.info is not None
+            # an error answer of the quorum's own (NOT_LEADER_OR_FOLLOWER: no leader) is an answer;
+            # no answer, or a refusal of the collector's credentials, is a failed poll
+            answered += outcome.info is not None or (outcome.error_code >= 0
+                                                     and outcome.error not in kafka_failures.COLLECTOR_SIDE)
             if outcome.info is None and outcome.error != last_error:
                 explained = kafka_failures.explain(outcome.error, principal)
                 log.warning("DescribeQuorum on %s: %s (error code %d, %d ms)%s", _path(args), outcome.error,
@@ -624,6 +627,6 @@ def run(args: argparse.Namespace) -> int:
         log.warning("%d record(s) could not be published to the events topic %s: %s", publisher.dropped_total,
                     args.events_topic, publisher.last_error)
     if args.count > 0 and polls and not answered:
-        log.error("every one of the %d poll(s) failed (last: %s)", polls, last_error)
+        log.error("every one of the %d poll(s) failed to reach the quorum (last: %s)", polls, last_error)
         return 1
     return 0

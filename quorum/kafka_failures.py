@@ -69,9 +69,12 @@ def diagnose(bootstrap: str, config: dict[str, Any], timeout_s: float) -> tuple[
     return (name, failure) if name else None
 
 
-def explain(name: str, principal: str | None = None) -> str:
-    """A sentence for the operator on a named failure."""
+def explain(name: str, principal: str | None = None, topic_acl: str | None = None) -> str:
+    """A sentence for the operator on a named failure; `topic_acl`, what the client needed of
+    the topic it was refused ("WRITE on the topic quorum-events")."""
     who = f"User:{principal}" if principal else "the monitor's principal"
+    if name == "TOPIC_AUTHORIZATION_FAILED" and topic_acl:
+        return f"authorization failed: {who} needs {topic_acl}"
     if name == AUTHENTICATION_FAILED or name in ("SASL_AUTHENTICATION_FAILED", "ILLEGAL_SASL_STATE"):
         return (f"authentication failed as {who}: a wrong user or password, or a mechanism the listener does not "
                 f"enable (sasl.mechanism, sasl.jaas.config)")

@@ -73,9 +73,8 @@ def run(args: argparse.Namespace) -> int:
         name = failures.last[0] if failures.last else (
             metadata.error.name() if metadata is not None and metadata.error is not None else None)
         principal = kafka_client_properties.principal(props)
-        why = f"{name}: {kafka_failures.explain(name, principal)}" if name else "not found"
-        if name == "TOPIC_AUTHORIZATION_FAILED":
-            why = f"{name}: authorization failed: User:{principal} needs READ on the topic {args.topic}"
+        why = f"{name}: {kafka_failures.explain(name, principal, f'READ on the topic {args.topic}')}" if name \
+            else "not found"
         print(f"quorum tail: topic {args.topic!r} on {args.bootstrap_server}: {why}", file=sys.stderr)
         consumer.close()
         return 1

@@ -222,12 +222,16 @@ class JobConfig:
 
     def check_files(self) -> None:
         """What the configuration names that must exist where the job starts (the Kafka clients'
-        stores); raises ConfigError. Kept out of loading, so that a config can be checked for
+        stores, the exporter's and the Pushgateway client's files); raises ConfigError. Kept out of loading, so that a config can be checked for
         its own sake on another machine."""
         try:
             self.source.java_properties()
         except ConfigError as e:
             raise ConfigError(f"source.{e}") from None
+        try:
+            self.sink.prometheus.check_files()
+        except ConfigError as e:
+            raise ConfigError(f"sink.prometheus.{e}") from None
 
     def shown(self) -> dict[str, Any]:
         """`to_dict` with every secret of the Kafka client properties as `[hidden]` (check-config)."""

@@ -169,7 +169,8 @@ class EventPublisher:
 
     def _note_error(self, e: BaseException) -> None:
         named = kafka_failures.name_of(e) or self._diagnosed()
-        msg = kafka_failures.explain(named, self.principal) if named else f"{type(e).__name__}: {e}"
+        msg = kafka_failures.explain(named, self.principal, f"WRITE on the topic {self.topic}") if named \
+            else f"{type(e).__name__}: {e}"
         if msg != self.last_error:
             log.warning("events topic %s on %s: %s (buffering, dropping oldest when full)",
                         self.topic, self.bootstrap_servers, msg)

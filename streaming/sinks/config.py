@@ -49,7 +49,12 @@ class PrometheusSinkConfig:
             raise ConfigError(f"exporter_port: must be a TCP port (got {self.exporter_port})")
         if self.push_timeout_s <= 0 or self.retry_backoff_s < 0:
             raise ConfigError("push_timeout_s must be > 0 and retry_backoff_s >= 0")
-        self.web_config()  # read now: an unusable file is a configuration error at start
+
+    def check_files(self) -> None:
+        """Read the files it names (streaming check-config and run do, before starting): an
+        unusable one is a configuration error at start. Kept out of loading, so that a config
+        can be checked for its own sake on another machine."""
+        self.web_config()
         self.pushgateway_client()
 
     def web_config(self) -> WebConfig | None:

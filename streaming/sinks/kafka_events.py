@@ -114,10 +114,8 @@ class KafkaEventsSink:
         if not self.healthy:
             why = ""
             if self.failures.last is not None:  # a secured Kafka that refuses the producer, said so
-                name = self.failures.last[0]
-                why = f": {kafka_failures.explain(name, self.principal)}"
-                if name == "TOPIC_AUTHORIZATION_FAILED":
-                    why = f": authorization failed: User:{self.principal} needs WRITE on the topic {self.cfg.topic}"
+                needs = f"WRITE on the topic {self.cfg.topic}"
+                why = f": {kafka_failures.explain(self.failures.last[0], self.principal, needs)}"
             log.warning("health events topic %r: %d events not yet delivered (%d dropped so far)%s",
                         self.cfg.topic, len(self.pending), self.dropped_total, why)
         self._write_spool()

@@ -88,10 +88,12 @@ def test_a_silent_server_gives_a_timeout_within_the_timeout():
 
 
 def collect(broker, topic, bootstrap, **kw) -> int:
-    args = argparse.Namespace(bootstrap_server=bootstrap, events_bootstrap_server=broker.bootstrap,
-                              events_topic=topic, command_config=None, events_command_config=None,
-                              unreachable_after_ms=2000, timeout_ms=None, node_metrics=[], **kw)
-    return collector.run(args)
+    """`quorum collect` run in this process: its own parser's defaults, then `kw`."""
+    parser = argparse.ArgumentParser()
+    collector.add_arguments(parser)
+    args = parser.parse_args(["--bootstrap-server", bootstrap, "--events-bootstrap-server", broker.bootstrap,
+                              "--events-topic", topic, "--unreachable-after-ms", "2000"])
+    return collector.run(argparse.Namespace(**{**vars(args), **kw}))
 
 
 def read_keyed(bootstrap: str, topic: str, n: int, timeout_s: float = 30) -> list[tuple[bytes, events.Record]]:

@@ -112,8 +112,8 @@ def test_a_collector_refused_every_poll_publishes_why_and_exits_non_zero(kafka, 
                  "--events-command-config", str(files["collector"]), "--count", "2", "--interval-ms", "500",
                  "--cluster-id", kafka.cluster_id)
     assert out.returncode == 1, out.stderr
-    assert "User:nobody needs DESCRIBE on the CLUSTER" in out.stderr and "every one of the 2 poll(s) failed" \
-        in out.stderr, out.stderr
+    assert "User:nobody needs DESCRIBE on the CLUSTER" in out.stderr, out.stderr
+    assert "every one of the 2 poll(s) failed to reach the quorum" in out.stderr, out.stderr
     read = tail(kafka, files, topic, 2)
     assert read.stdout.count("pollerr  CLUSTER_AUTHORIZATION_FAILED (code 31)") == 2, read.stdout + read.stderr
     assert_no_secret(kafka, out.stdout, out.stderr, read.stdout, read.stderr)
@@ -131,6 +131,10 @@ def test_refused_publishers_and_readers_say_which_acl_they_lack(kafka, files):
                  "--events-command-config", str(files["wrong-password"]), "--count", "2", "--interval-ms", "500")
     assert re.search(r"record\(s\) could not be published to the events topic \S+: authentication failed as "
                      r"User:collector", out.stderr), out.stderr
+    out = quorum("collect", "--bootstrap-server", kafka.bootstrap, "--command-config", str(files["collector"]),
+                 "--events-bootstrap-server", kafka.bootstrap, "--events-topic", topic,
+                 "--events-command-config", str(files["nobody"]), "--count", "4", "--interval-ms", "500")
+    assert f"authorization failed: User:nobody needs WRITE on the topic {topic}" in out.stderr, out.stderr
     assert_no_secret(kafka, read.stdout, read.stderr, out.stdout, out.stderr)
 
 

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from streaming.cli import main
+from streaming.config import JobConfig
 from streaming.health.config import ConfigError
-from streaming.sinks import SinkConfig
 from streaming.sinks.web_config import load_web_config
 from tls_files import bcrypt_hash
 
@@ -71,17 +71,17 @@ def test_tls_alone_and_users_alone(files):
 def test_a_web_config_that_cannot_be_used_is_a_config_error_naming_the_setting_and_the_key(files, content, message):
     path = write(files, content)
     with pytest.raises(ConfigError, match=f"sink.prometheus.exporter_web_config: {path}: {message}") as refused:
-        SinkConfig.from_dict({"prometheus": {"mode": "exporter", "exporter_web_config": path}})
+        JobConfig.from_dict({"sink": {"prometheus": {"mode": "exporter", "exporter_web_config": path}}}).check_files()  # read where the job starts
     assert PASSWORD not in str(refused.value) and HASH[7:] not in str(refused.value)
 
 
 def test_a_missing_web_config_and_a_bad_pushgateway_client_config_are_config_errors(files):
     with pytest.raises(ConfigError, match=f"sink.prometheus.exporter_web_config: cannot read {files}/absent.yml"):
-        SinkConfig.from_dict({"prometheus": {"exporter_web_config": str(files / "absent.yml")}})
+        JobConfig.from_dict({"sink": {"prometheus": {"exporter_web_config": str(files / "absent.yml")}}}).check_files()  # read where the job starts
     path = write(files, {"basic_auth": {"username": "job", "password": PASSWORD, "passwrd_file": "x"}}, "client.yml")
     with pytest.raises(ConfigError,
                        match=f"sink.prometheus.pushgateway_client_config: {path}: basic_auth.passwrd_file"):
-        SinkConfig.from_dict({"prometheus": {"pushgateway_client_config": path}})
+        JobConfig.from_dict({"sink": {"prometheus": {"pushgateway_client_config": path}}}).check_files()  # read where the job starts
 
 
 def test_check_config_refuses_an_unusable_file_and_never_prints_a_hash_or_a_password(files, tmp_path, capsys):
