@@ -526,10 +526,6 @@ WATCHED_CLIENT = "quorum collect's admin client for the watched cluster (kafka-p
 EVENTS_CLIENT = "quorum collect's events producer (kafka-python)"
 
 
-def client_properties(path: str | None) -> dict[str, str]:
-    return kafka_client_properties.load_file(path) if path else {}
-
-
 def make_poller(args: argparse.Namespace, timeout_ms: int, client_config: dict[str, Any], want_cluster_id: bool):
     """The poller of the path the options name: the brokers, or the controllers themselves."""
     if getattr(args, "bootstrap_controller", None):
@@ -557,9 +553,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     timeout_ms = args.timeout_ms if args.timeout_ms is not None else args.interval_ms
     try:
-        watched_props = client_properties(args.command_config)
+        watched_props = kafka_client_properties.merged(args.command_config, {})
         watched_cfg = kafka_client_properties.kafka_python_config(watched_props, WATCHED_CLIENT)
-        events_props = client_properties(args.events_command_config)
+        events_props = kafka_client_properties.merged(args.events_command_config, {})
         events_cfg = kafka_client_properties.kafka_python_config(events_props, EVENTS_CLIENT)
     except kafka_client_properties.ClientPropertiesError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -252,7 +252,7 @@ def run(args: argparse.Namespace) -> int:
     # kafka-python logs every failed connection; the failure is named in the error below
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
     try:
-        props = kafka_client_properties.load_file(args.command_config) if args.command_config else {}
+        props = kafka_client_properties.merged(args.command_config, {})
         config = kafka_client_properties.kafka_python_config(props, "quorum describe's admin client (kafka-python)")
     except kafka_client_properties.ClientPropertiesError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -16,6 +16,7 @@ as `[hidden]` (`redacted`), and never appear in an error of this module.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import secrets
@@ -238,15 +239,11 @@ def security(props: Mapping[str, str], client: str) -> KafkaSecurity:
             raise ClientPropertiesError(f"sasl.jaas.config: option(s) {', '.join(unknown)} not supported by {client}")
         if not options.get("username") or "password" not in options:
             raise ClientPropertiesError("sasl.jaas.config: needs username=\"...\" and password=\"...\"")
-        sec = _replace(sec, mechanism=mechanism, username=options["username"], password=options["password"])
+        sec = dataclasses.replace(sec, mechanism=mechanism, username=options["username"],
+                                  password=options["password"])
     if protocol in ("SSL", "SASL_SSL"):
-        sec = _replace(sec, ca_pem=_truststore(props, client), key=_keystore(props, client))
+        sec = dataclasses.replace(sec, ca_pem=_truststore(props, client), key=_keystore(props, client))
     return sec
-
-
-def _replace(sec: KafkaSecurity, **changes: Any) -> KafkaSecurity:
-    from dataclasses import replace
-    return replace(sec, **changes)
 
 
 def principal(props: Mapping[str, str]) -> str | None:

@@ -52,7 +52,7 @@ def describe(record: events.Record) -> str:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        props = kafka_client_properties.load_file(args.command_config) if args.command_config else {}
+        props = kafka_client_properties.merged(args.command_config, {})
         security = kafka_client_properties.librdkafka_config(props, CLIENT)
     except kafka_client_properties.ClientPropertiesError as e:
         print(f"quorum tail: error: {e}", file=sys.stderr)
