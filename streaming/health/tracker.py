@@ -568,15 +568,21 @@ class QuorumTracker:
     def _rebase_replicas(self, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
         """Carry each replica's leader-clock times over to the new leader's clock (through the
         quorum's clock), so a replica stalled before a failover is still stalled after it; the
-        KIP-836 offsets start afresh, as the new leader's do."""
+        KIP-836 offsets start afresh, as the new leader's do. A replica caught up when the old
+        view last spoke is caught up as the new one begins: the election between them gave it no
+        leader to keep up with, and the new leader counts its caught-up time afresh."""
         for r in self.s["replicas"].values():
             r["fetch_leader_leo"] = -1
+            caught_up = old is not None and r["last_caught_up"] >= 0 \
+                and old["stamp"] - r["last_caught_up"] <= self.cfg.lagging_after_ms
             for key in ("last_fetch", "last_caught_up", "first_fetch"):
                 if r[key] < 0 or old is None:
                     r[key] = -1
                     continue
                 q = old["q"] - (old["stamp"] - r[key])
                 r[key] = new["stamp"] - (new["q"] - q)
+            if caught_up:
+                r["last_caught_up"] = max(r["last_caught_up"], new["stamp"])
 
     def _leader_alive(self, t: int, allowance_ms: int) -> None:
         s = self.s

@@ -197,3 +197,43 @@ def test_a_restarted_node_answering_again_is_no_longer_gone():
     watched(script, mon, 10)
     assert mon.replica(3)["status"] == S.CAUGHT_UP and mon.quorum()["status"] == S.HEALTHY
     assert mon.quorum()["fault_tolerance"] == 1
+
+
+def test_a_follower_caught_up_when_its_leader_died_is_not_lagging_before_the_new_leader_saw_it_fetch():
+    """Kafka's new leader starts its followers' caught-up times afresh: its first DescribeQuorum
+    answer can show a follower that has fetched once and is not yet caught up by its count,
+    the old leader's caught-up time 2 s and more behind (the election). That follower is not
+    lagging: it had no leader to catch up with. One lagging before the failover still is."""
+    script, mon = WatchedKafka(), Monitor()
+    watched(script, mon, 10)
+    mark = len(mon.rows)
+    script.stop(1, "kill")
+    script.poll_fails = "NOT_LEADER_OR_FOLLOWER"
+    watched(script, mon, 2)
+    script.run(400)  # the election: 2.4 s with no leader in all
+    script.leader, script.epoch, script.poll_fails = 2, script.epoch + 1, None
+    script.mode = {3: "follow", 1: "silent"}
+    first = script.round()
+    for v in first[0]["voters"]:
+        if v["replica_id"] == 3:  # fetched from the new leader, not yet at its end
+            v["last_caught_up_timestamp_ms"] = -1
+    mon.feed(first)
+    watched(script, mon, 5)
+    assert replica_statuses(mon, mark, 3) <= {S.CAUGHT_UP, S.UNKNOWN}, \
+        [(r["status"], r.get("reason")) for r in mon.rows[mark:] if r.get("replica_id") == 3]
+    assert mon.quorum()["leader_id"] == 2 and mon.replica(3)["status"] == S.CAUGHT_UP
+
+
+def test_a_follower_lagging_before_a_failover_is_still_lagging_after_it():
+    script, mon = WatchedKafka(), Monitor()
+    watched(script, mon, 10)
+    script.mode[3] = "lag"  # fetching, never at the leader's end
+    watched(script, mon, 3)
+    assert mon.replica(3)["status"] == S.LAGGING
+    script.stop(1, "kill")
+    script.poll_fails = "NOT_LEADER_OR_FOLLOWER"
+    watched(script, mon, 2)
+    script.leader, script.epoch, script.poll_fails = 2, script.epoch + 1, None
+    script.mode = {3: "lag", 1: "silent"}
+    rows = watched(script, mon, 2)
+    assert rows and mon.replica(3)["status"] in (S.LAGGING, S.STALLED), mon.replica(3)
