@@ -344,6 +344,7 @@ class QuorumPoller:
             node_id = self._next_node(manager, tried)
             if node_id is not None:
                 tried.append(node_id)
+                log.debug("DescribeQuorum asks node %s (asked already: %s)", node_id, tried[:-1])
                 pending[node_id] = manager.send(request, node_id=node_id)
             if not pending:
                 raise failure
@@ -354,6 +355,7 @@ class QuorumPoller:
                 # with nobody left to ask, wait for the askers until the poll's own deadline
                 await manager.wait_for(first, hedge_ms if node_id is not None else None)
             except Errors.KafkaTimeoutError:
+                log.debug("DescribeQuorum: no answer from %s within %d ms", sorted(pending), hedge_ms)
                 for silent in pending:
                     self._suspect(silent)
                 continue
@@ -367,6 +369,7 @@ class QuorumPoller:
                     return asked, future.value
                 if not isinstance(future.exception, unanswered):
                     raise future.exception
+                log.debug("DescribeQuorum: node %s gave no answer: %r", asked, future.exception)
                 failure = future.exception
                 self._suspect(asked)
 

@@ -11,6 +11,7 @@ says so with `@pytest.mark.kafka_shape(dynamic=True, combined=False)`, and is sk
 reason, on the others."""
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -30,6 +31,8 @@ INTERVAL_MS = 1000  # quorum collect's default, the interval docs/deployment.md 
 
 
 SHAPES = kafka_shapes.selected()
+# a failed test's report shows which node each DescribeQuorum asked, and what it answered
+logging.getLogger("quorum.collector").setLevel(logging.DEBUG)
 SHAPE_MARKER = "kafka_shape"
 
 
@@ -158,7 +161,11 @@ class Watch:
             time.sleep(0.1)
         rows = [{k: r.get(k) for k in ("replica_id", "status", "cause", "reason", "wall_ms")}
                 for r in self.since(mark, kind)][-12:]
-        raise AssertionError(f"no {what} within {timeout_s:.0f} s; the last {kind} rows: {rows}")
+        with self._lock:
+            polls = [(r["type"], r.get("answered_by"), r.get("error"), r.get("latency_ms"))
+                     for r in self.records if r["type"] != "metrics"][-8:]
+        raise AssertionError(f"no {what} within {timeout_s:.0f} s; the last {kind} rows: {rows}; "
+                             f"the last polls (type, answered by, error, latency): {polls}")
 
     def await_replica(self, mark: int, replica_id: int, status: str, timeout_s: float) -> dict[str, Any]:
         return self.await_row(mark, lambda r: r.get("replica_id") == replica_id and r["status"] == status,
