@@ -58,6 +58,18 @@ def watched(script: WatchedKafka, mon: Monitor, seconds: int) -> list[dict[str, 
     return rows
 
 
+def leader_killed_and_replaced(script: WatchedKafka, mon: Monitor, failed_polls: int, more_ms: int = 0,
+                               follower_mode: str = "follow") -> None:
+    """Leader 1 killed: `failed_polls` rounds answered NOT_LEADER_OR_FOLLOWER and `more_ms` more
+    without a leader, then node 2 leads the next epoch, node 3 fetching from it in `follower_mode`."""
+    script.stop(1, "kill")
+    script.poll_fails = "NOT_LEADER_OR_FOLLOWER"
+    watched(script, mon, failed_polls)
+    script.run(more_ms)
+    script.leader, script.epoch, script.poll_fails = 2, script.epoch + 1, None
+    script.mode = {3: follower_mode, 1: "silent"}
+
+
 def replica_statuses(mon: Monitor, since: int, rid: int) -> set[str]:
     return {r["status"] for r in mon.rows[since:] if r["kind"] == "replica" and r["replica_id"] == rid}
 
@@ -174,11 +186,7 @@ def test_a_killed_leader_is_down_at_once_once_its_successor_leads():
     script, mon = WatchedKafka(), Monitor()
     watched(script, mon, 10)
     mark = len(mon.rows)
-    script.stop(1, "kill")
-    script.poll_fails = "NOT_LEADER_OR_FOLLOWER"
-    watched(script, mon, 3)
-    script.leader, script.epoch, script.poll_fails = 2, script.epoch + 1, None
-    script.mode = {3: "follow", 1: "silent"}
+    leader_killed_and_replaced(script, mon, failed_polls=3)
     watched(script, mon, 5)
     old = [(t["status"], t["cause"]) for t in mon.rows[mark:]
            if t["kind"] == "transition" and t.get("replica_id") == 1]
@@ -203,16 +211,11 @@ def test_a_follower_caught_up_when_its_leader_died_is_not_lagging_before_the_new
     """Kafka's new leader starts its followers' caught-up times afresh: its first DescribeQuorum
     answer can show a follower that has fetched once and is not yet caught up by its count,
     the old leader's caught-up time 2 s and more behind (the election). That follower is not
-    lagging: it had no leader to catch up with. One lagging before the failover still is."""
+    lagging: it had no leader to catch up with."""
     script, mon = WatchedKafka(), Monitor()
     watched(script, mon, 10)
     mark = len(mon.rows)
-    script.stop(1, "kill")
-    script.poll_fails = "NOT_LEADER_OR_FOLLOWER"
-    watched(script, mon, 2)
-    script.run(400)  # the election: 2.4 s with no leader in all
-    script.leader, script.epoch, script.poll_fails = 2, script.epoch + 1, None
-    script.mode = {3: "follow", 1: "silent"}
+    leader_killed_and_replaced(script, mon, failed_polls=2, more_ms=400)  # 2.4 s with no leader in all
     first = script.round()
     for v in first[0]["voters"]:
         if v["replica_id"] == 3:  # fetched from the new leader, not yet at its end
@@ -230,10 +233,6 @@ def test_a_follower_lagging_before_a_failover_is_still_lagging_after_it():
     script.mode[3] = "lag"  # fetching, never at the leader's end
     watched(script, mon, 3)
     assert mon.replica(3)["status"] == S.LAGGING
-    script.stop(1, "kill")
-    script.poll_fails = "NOT_LEADER_OR_FOLLOWER"
-    watched(script, mon, 2)
-    script.leader, script.epoch, script.poll_fails = 2, script.epoch + 1, None
-    script.mode = {3: "lag", 1: "silent"}
+    leader_killed_and_replaced(script, mon, failed_polls=2, follower_mode="lag")
     rows = watched(script, mon, 2)
     assert rows and mon.replica(3)["status"] in (S.LAGGING, S.STALLED), mon.replica(3)
