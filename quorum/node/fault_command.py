@@ -7,6 +7,7 @@ DATA_DIR/control.sock; pass the node's config file or the socket path).
   quorum fault --config node-1.yaml heal             # remove every cut
   quorum fault --config node-3.yaml slow-disk 200    # +200 ms per fsync (0 to stop)
   quorum fault --config node-2.yaml throttle 1       # as a follower, replicate at most 1 record/s (0 to stop)
+  quorum fault --config node-1.yaml skew -- -4000   # its records stamped 4 s early (0 to stop)
   quorum fault --config node-3.yaml clear            # everything back to normal
   quorum fault --config node-3.yaml status
 
@@ -38,9 +39,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--config", metavar="FILE", help="the node's YAML configuration")
     where.add_argument("--socket", metavar="PATH", help="the node's control socket")
-    parser.add_argument("op", choices=("pause", "resume", "cut", "heal", "slow-disk", "throttle", "clear", "status"))
+    parser.add_argument("op", choices=("pause", "resume", "cut", "heal", "slow-disk", "throttle", "skew", "clear",
+                                           "status"))
     parser.add_argument("values", nargs="*", type=int,
-                        help="peer ids for cut; milliseconds for slow-disk; records per second for throttle")
+                        help="peer ids for cut; milliseconds for slow-disk and skew (negative: early; "
+                             "put `--` before it); records per second for throttle")
     parser.add_argument("--direction", default="both", choices=("in", "out", "both"),
                         help="for cut: drop what the peers send (in), what we send (out), or both")
 
@@ -64,6 +67,11 @@ def run(args: argparse.Namespace) -> int:
     elif args.op == "slow-disk":
         if len(args.values) != 1:
             print("error: slow-disk needs one value in milliseconds", file=sys.stderr)
+            return 2
+        cmd["ms"] = args.values[0]
+    elif args.op == "skew":
+        if len(args.values) != 1:
+            print("error: skew needs one value in milliseconds (negative: early; 0 to stop)", file=sys.stderr)
             return 2
         cmd["ms"] = args.values[0]
     elif args.op == "throttle":

@@ -1,9 +1,11 @@
 """Faults a running node can be told to simulate, for demos and tests: networking paused,
-cut off from chosen peers (inbound, outbound or both), a slow disk, a replication throttle. The
+cut off from chosen peers (inbound, outbound or both), a slow disk, a replication throttle, a
+wall clock off by some milliseconds in what it publishes. The
 transport, the server and the fetch path consult this object; `quorum fault` changes it through
 the control socket."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 THROTTLE_MAX_WAIT_S = 0.25   # a throttled follower still fetches at least this often, as Kafka's does
@@ -18,6 +20,7 @@ class Faults:
     cut_out: set[int] = field(default_factory=set)         # drop what we send them
     slow_disk_ms: int = 0                                  # added to every fsync
     throttle_records_per_s: float = 0                      # replication quota of a follower; 0: none
+    clock_skew_ms: int = 0                                 # added to every time its published records carry
     _tokens: float = 0.0                                   # the quota's bucket (records)
     _refilled_at: float | None = None
 
@@ -63,8 +66,21 @@ class Faults:
         self.cut_in.clear()
         self.cut_out.clear()
         self.slow_disk_ms = 0
+        self.clock_skew_ms = 0
         self.throttle(0)
 
     def describe(self) -> dict:
         return {"paused": self.paused, "cut_in": sorted(self.cut_in), "cut_out": sorted(self.cut_out),
-                "slow_disk_ms": self.slow_disk_ms, "throttle_records_per_s": self.throttle_records_per_s}
+                "slow_disk_ms": self.slow_disk_ms, "throttle_records_per_s": self.throttle_records_per_s,
+                "clock_skew_ms": self.clock_skew_ms}
+
+    def stamped(self, record):
+        """`record` as a node whose wall clock is off by clock_skew_ms would publish it: every
+        wall-clock time in it moved by the skew (a -1 'never' stays -1). Only what the node tells
+        the monitor moves: its Raft timers keep the true clock, so the skew changes no election."""
+        skew = self.clock_skew_ms
+        if not skew:
+            return record
+        moved = {f.name: max(0, getattr(record, f.name) + skew) for f in dataclasses.fields(record)
+                 if (f.name == "time_ms" or f.name.endswith("_timestamp_ms")) and getattr(record, f.name) >= 0}
+        return dataclasses.replace(record, **moved)

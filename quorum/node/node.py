@@ -318,7 +318,7 @@ class QuorumNode:
         if self.publisher is not None:
             for out in outputs:
                 for ev in out.events:
-                    self.publisher.publish(ev)
+                    self.publisher.publish(self.faults.stamped(ev))
 
     def _respond(self, msg: m.Message) -> None:
         """Write the core's answer to an inbound request on its connection, now."""
@@ -568,7 +568,8 @@ class QuorumNode:
         interval = self.config.metrics_interval_ms / 1000
         while not self._stopping:
             await asyncio.sleep(interval)
-            self.publisher.publish(self.core.metrics_record(now_ms(), self.publisher.dropped_total))
+            self.publisher.publish(self.faults.stamped(self.core.metrics_record(now_ms(),
+                                                                                self.publisher.dropped_total)))
 
     def status(self) -> dict:
         core = self.core
@@ -618,6 +619,8 @@ class QuorumNode:
             f.slow_disk_ms = int(cmd["ms"])
         elif op == "throttle":
             f.throttle(float(cmd["records_per_s"]))
+        elif op == "skew":
+            f.clock_skew_ms = int(cmd["ms"])
         elif op == "clear":
             f.clear()
         elif op != "status":
