@@ -26,7 +26,7 @@ import pytest
 
 from kafka_interop.conftest import HighWatermarkSampler
 from kafka_interop.test_project_observer import batches_below
-from packet_filter import PacketFilter, cgroup2_root
+from deploy.packet_filter import PacketFilter, cgroup2_root
 from quorum.kafka_cluster import KafkaCluster
 from quorum.kafka_node_metrics import metrics_record, scrape
 from quorum.loopback_ports import free_port

@@ -75,11 +75,11 @@ def shape(request) -> kafka_shapes.Shape:
 @pytest.fixture(scope="package")
 def kafka_cluster(shape, tmp_path_factory):
     """A cluster of `shape`: three controllers and a broker, or three combined nodes; each node in
-    a cgroup of its own (for tests/packet_filter.py) and serving its metrics through the
+    a cgroup of its own (for deploy/packet_filter.py) and serving its metrics through the
     Prometheus JMX exporter agent. Package scope, per shape: its JVMs stop before the next
     shape's start, and before the other suites run, which they would slow.
     Tests that fault it leave it as they found it: every node running, every voter fetching."""
-    from packet_filter import cgroup2_root
+    from deploy.packet_filter import cgroup2_root
     cgroups = cgroup2_root() / f"quorum-test-{os.getpid()}"
     started = time.monotonic()
     with KafkaCluster(base_dir=tmp_path_factory.mktemp(f"kafka-cluster-{shape.id}"), cgroup_parent=cgroups,

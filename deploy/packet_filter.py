@@ -1,7 +1,8 @@
-"""Real network cuts between the nodes of a test cluster on loopback: kernel packet-filter rules
-(iptables, installed by deploy/setup.sh) in a chain of the test's own, hooked into OUTPUT, which
-all loopback traffic passes. A node's own traffic is told apart by its cgroup (the cluster starts
-each node in one: KafkaCluster's `cgroup_parent`), since every node sends from 127.0.0.1.
+"""Real network cuts between the nodes of a cluster on loopback (the tests' clusters, the local
+stack's --kafka-quorum): kernel packet-filter rules (iptables, installed by deploy/setup.sh) in
+a chain of the process's own, hooked into OUTPUT, which all loopback traffic passes. A node's
+own traffic is told apart by its cgroup (the cluster starts each node in one: KafkaCluster's
+`cgroup_parent`), since every node sends from 127.0.0.1.
 
 Needs root, as the set-up does. Only the cluster's own loopback ports are ever named."""
 from __future__ import annotations
@@ -33,6 +34,7 @@ class PacketFilter:
         self.cluster = cluster
         self.chain = f"QUORUM-TEST-{os.getpid()}"
         self.root = cgroup2_root()
+        self.rules: dict[int | None, list[list[str]]] = {}  # each cut node's rules, for heal(node)
         iptables("-N", self.chain)
         iptables("-I", "OUTPUT", "-j", self.chain)
 
@@ -42,16 +44,28 @@ class PacketFilter:
         else (the node's other ports, a combined node's client port among them) still flows."""
         node, nodes = self.cluster.nodes[node_id], self.cluster.nodes
         peers = [nodes[i].controller_port for i in self.cluster.controller_ids() if i != node_id]
-        self.cut_process(node.controller_port or node.port, peers, self.cluster.cgroup_of(node_id))
+        self.cut_process(node.controller_port or node.port, peers, self.cluster.cgroup_of(node_id), node_id)
 
-    def cut_process(self, listener_port: int, peer_ports: list[int], cgroup: Path) -> None:
+    def cut_process(self, listener_port: int, peer_ports: list[int], cgroup: Path, node_id: int | None = None) -> None:
         """The same for any process in a cgroup of its own: its listener, and its way to the peers."""
-        iptables("-A", self.chain, "-p", "tcp", "--dport", str(listener_port), "-j", "DROP")
-        iptables("-A", self.chain, "-m", "cgroup", "--path", str(cgroup.relative_to(self.root)), "-p", "tcp",
-                 "-m", "multiport", "--dports", ",".join(str(p) for p in peer_ports), "-j", "DROP")
+        rules = [["-p", "tcp", "--dport", str(listener_port), "-j", "DROP"],
+                 ["-m", "cgroup", "--path", str(cgroup.relative_to(self.root)), "-p", "tcp",
+                  "-m", "multiport", "--dports", ",".join(str(p) for p in peer_ports), "-j", "DROP"]]
+        for rule in rules:
+            iptables("-A", self.chain, *rule)
+        self.rules.setdefault(node_id, []).extend(rules)
 
-    def heal(self) -> None:
-        iptables("-F", self.chain)
+    def heal(self, node_id: int | None = None) -> None:
+        """Every cut (no node given), or the cuts of one node."""
+        if node_id is None:
+            iptables("-F", self.chain)
+            self.rules.clear()
+            return
+        for rule in self.rules.pop(node_id, []):
+            iptables("-D", self.chain, *rule)
+
+    def cut_nodes(self) -> set[int]:
+        return {n for n in self.rules if n is not None}
 
     def close(self) -> None:
         iptables("-D", "OUTPUT", "-j", self.chain)
