@@ -98,6 +98,8 @@ def _new_replica(role: str) -> dict[str, Any]:
             # past lag to measure the trend against, its campaigns
             "own_ms": -1, "periodic_ms": -1, "own_gap_ms": -1, "rejected": None, "gap_ms": -1, "gap_peak_ms": -1,
             "lag_ref": None, "campaigns": 0, "campaign_epoch": -1,
+            # when its own records last resumed after a silence, and how long that silence was
+            "back_ms": -1, "silent_ms": -1,
             # quorum time the collector last found its metrics endpoint refusing connections
             "refused_ms": -1}
 
@@ -423,6 +425,8 @@ class QuorumTracker:
         its periodic records (metrics) set the pace they are expected at: the state changes of
         a campaign come in bursts between them and would make a slightly late one look fatal."""
         t -= self._late
+        if 0 <= r["own_ms"] < t and t - r["own_ms"] > self._alive_within(r):
+            r["back_ms"], r["silent_ms"] = t, t - r["own_ms"]  # its records resume after a silence
         last = r.get("periodic_ms", -1)
         if periodic and last >= 0 and t > last:
             gap = t - last
@@ -433,6 +437,14 @@ class QuorumTracker:
         if state in CAMPAIGNING and (epoch > r["campaign_epoch"] or entering):
             r["campaigns"] += 1
             r["campaign_epoch"] = epoch
+
+    def _alive_within(self, r: dict[str, Any]) -> int:
+        """How old its last own record may be for the node to count alive: its records' pace
+        (two of its usual gaps, at most the fetch timeout) and a margin. Past it, gone; within
+        it, a node that just stopped is not yet told apart."""
+        cap = self.cfg.unreachable_after_ms
+        pace = min(2 * r["own_gap_ms"], cap) if r["own_gap_ms"] > 0 else cap
+        return pace + self.window // 8
 
     def _hw_advanced_by(self, node: int, hw: int) -> bool:
         report = self.s["reports"].get(str(node))
@@ -908,10 +920,7 @@ class QuorumTracker:
         decide: watched from outside, no live leader, a node that publishes nothing itself)."""
         cfg, s = self.cfg, self.s
         own_age = now_ms - r["own_ms"] if r["own_ms"] >= 0 else None
-        # Alive while its own records keep their pace (two of its usual gaps, at most the fetch
-        # timeout); gone once they miss it. In between, a stopped node is not yet told apart.
-        pace = min(2 * r["own_gap_ms"], cfg.unreachable_after_ms) if r["own_gap_ms"] > 0 else cfg.unreachable_after_ms
-        alive = own_age is not None and own_age <= pace + self.window // 8
+        alive = own_age is not None and own_age <= self._alive_within(r)
         if status == S.UNKNOWN:
             if own_age is not None and not alive:
                 return S.DOWN, f"nothing from node {rid} for {own_age} ms"
@@ -943,6 +952,13 @@ class QuorumTracker:
             # to change them), however long the silence.
             if slow and follows and silent_for <= 2 * peak:
                 return S.SLOW, f"{apart}, the last {silent_for} ms ago"
+            back_for = now_ms - r.get("back_ms", -1)
+            if back_for < cfg.unreachable_after_ms:
+                # Back from a silence (a frozen process resumed): what it reports is what it
+                # knew before, and its first fetch is still on its way. A node cut off keeps
+                # publishing, and is told apart a fetch timeout later.
+                return S.UNDECIDED, (f"node {rid} is back {back_for} ms after {r['silent_ms']} ms without a record, "
+                                     f"and has not fetched from leader {leader} yet")
             if report[1] in CAMPAIGNING:
                 what = f"campaigning in epoch {report[0]} ({r['campaigns']} election attempts)"
             elif report[1] == "leader":

@@ -220,6 +220,39 @@ def test_a_leader_cut_off_from_everyone_is_a_partition_of_the_leader_then_the_ne
     assert (q["status"], q["network_partition"]) == (S.HEALTHY, False)
 
 
+@pytest.mark.parametrize("then", ["fetches", "stays_cut_off"])
+def test_a_frozen_leader_resumed_is_not_a_partition_until_it_had_a_fetch_timeout_to_fetch(then):
+    """A leader frozen (SIGSTOP) is down; the others elect 2. Resumed, its first record still
+    says what it knew: leader of epoch 5, and no fetch of it has reached the new leader yet.
+    That is a node coming back, not a partition: it is told apart one fetch timeout later, when
+    a node really cut off would still publish and still not fetch."""
+    script, mon = QuorumScript(), Monitor()
+    mon.run(script, 5000)
+    script.leader_talks, script.noops = False, False  # node 1 frozen: nothing from it at all
+    mon.run(script, 2000)
+    script.epoch, script.leader = 6, 2
+    script.mode, script.leader_talks, script.noops = {1: "silent", 3: "follow"}, True, True
+    mon.feed([script.state_change(2, "leader", leader=2, from_state="candidate")] + script.run(4000))
+    assert cause_of(mon, 1)[:2] == (S.UNREACHABLE, S.DOWN)
+    resumed = script.t
+    batch = script.run(100)
+    mon.feed(batch + [script.metrics(1, state="leader", leader=1, epoch=5)])
+    mon.run(script, 400)
+    assert cause_of(mon, 1)[:2] == (S.UNREACHABLE, S.UNDECIDED) and "is back" in cause_of(mon, 1)[2]
+    if then == "fetches":
+        script.mode[1] = "follow"
+        mon.run(script, 10_000)
+        assert mon.replica(1)["status"] == S.CAUGHT_UP
+    else:
+        for _ in range(4):  # publishing, following no one it can reach, never fetching
+            mon.feed(script.run(1000) + [script.metrics(1, state="prospective", leader=-1, epoch=6)])
+        assert cause_of(mon, 1)[:2] == (S.UNREACHABLE, S.PARTITIONED)
+    causes = [(r["now_ms"] - resumed, r["cause"]) for r in mon.rows
+              if r["kind"] == "replica" and r["replica_id"] == 1 and r["now_ms"] >= resumed]
+    early = [c for c in causes if c[0] < mon.cfg.unreachable_after_ms and c[1] == S.PARTITIONED]
+    assert not early, causes
+
+
 def test_a_late_record_from_a_dead_node_does_not_make_it_alive():
     script, mon = QuorumScript(), Monitor()
     mon.run(script, 5000)
