@@ -15,8 +15,11 @@ notifications are printed here.
       cutoff NODE       drop all of the node's traffic (it cannot reach or be reached)
       freeze NODE       SIGSTOP the node's process (heal sends SIGCONT)
       kill NODE         SIGKILL the node's process (heal restarts it)
+      skew NODE MS      stamp the node's records MS milliseconds off the true clock (`-- -3000`: early)
       partition-leader  cut the current leader off from everyone
-      heal              undo all of the above
+      job-kill          SIGKILL the streaming job (its supervisor restarts it)
+      events-restart    stop the events Kafka and start it again
+      heal [NODE]       undo all of the above (or only what disturbs NODE)
 
   deploy/run-local --secure            secure the stack's Kafka (SASL_SSL with SCRAM users, TLS,
                                        StandardAuthorizer ACLs): every part runs under its own
@@ -25,8 +28,13 @@ notifications are printed here.
                                        1 broker, each serving its metrics through the Prometheus
                                        JMX exporter agent) with `quorum collect` watching it, so
                                        the dashboard shows a Kafka quorum beside the project's;
-                                       `chaos freeze|kill kafka-follower|kafka-leader|kafka-ID`
-                                       disturbs it, `heal` mends it
+                                       `chaos freeze|kill|cutoff kafka-follower|kafka-leader|
+                                       kafka-collector|kafka-ID` disturbs it (cutoff: packet
+                                       filter, as root), `heal` mends it
+  deploy/run-local nemesis --seed S --minutes M
+                                       start a stack with --kafka-quorum and run a seeded schedule
+                                       of overlapping faults on it, then judge every alert and
+                                       verdict against the schedule (deploy/run-local nemesis -h)
 
 The streaming job is supervised: when it dies (a crash, an OOM kill, `kill -9`), the launcher
 restarts it from its checkpoint after 1 s, doubling to at most 30 s while it keeps dying (back
@@ -56,6 +64,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "deploy"))
 
 import local_services as svc  # noqa: E402
+import packet_filter  # noqa: E402
 import secure_stack  # noqa: E402
 from alert_console import AlertConsole  # noqa: E402
 
@@ -155,6 +164,7 @@ class Stack:
         self.kafka_quorum: KafkaCluster | None = None  # --kafka-quorum: the real KRaft cluster watched
         self.kafka_frozen: set[int] = set()
         self.kafka_killed: set[int] = set()
+        self.packet_filter = None  # --kafka-quorum as root: cuts its nodes off (chaos cutoff kafka-ID)
         self.lock = threading.Lock()
         self.frozen: set[int] = set()
         self.killed: set[int] = set()
@@ -238,6 +248,11 @@ class Stack:
         if self.kafka_quorum:
             say("stopping the Kafka quorum")
             self.kafka_quorum.stop()
+            if self.packet_filter is not None:
+                self.packet_filter.close()
+                self.packet_filter = None
+            if self.kafka_quorum.cgroup_parent is not None:  # the nodes' own went with them
+                self.kafka_quorum.cgroup_parent.rmdir()
             self.kafka_quorum = None
         if self.broker:
             say("stopping Kafka")
@@ -261,11 +276,21 @@ class Stack:
         return out.stdout.strip()
 
     def leader(self) -> int:
-        found = svc.quorum_leader(",".join(n.address for n in self.nodes.values()
-                                           if n.node_id not in self.killed | self.frozen))
-        if found is None:
-            raise ValueError("the quorum has no leader right now")
-        return found[0]
+        """The leader by the first running node that answers DescribeQuorum: a node just
+        restarted, or cut off, refuses the connection, and the next one is asked."""
+        said = []
+        for spec in self.nodes.values():
+            if spec.node_id in self.killed | self.frozen:
+                continue
+            try:
+                found = svc.quorum_leader(spec.address)
+            except Exception as e:  # noqa: BLE001 - a node that does not answer: ask the next
+                said.append(f"node {spec.node_id}: {type(e).__name__}: {e}")
+                continue
+            if found is not None:
+                return found[0]
+            said.append(f"node {spec.node_id}: no leader")
+        raise ValueError(f"the quorum has no leader right now ({'; '.join(said) or 'no node running'})")
 
     def target(self, action: str, node: str | int | None) -> int:
         """The node a node action acts on: an id, `leader`, or `follower` (the lowest-numbered
@@ -300,23 +325,35 @@ class Stack:
         cluster = self.kafka_quorum
         if cluster is None:
             raise ValueError(f"{node}: no Kafka quorum runs (start the stack with --kafka-quorum)")
-        if action not in KAFKA_ACTIONS:
+        if action not in KAFKA_ACTIONS + ("heal",):
             raise ValueError(f"{action} acts on the project's nodes; a Kafka node can be: {', '.join(KAFKA_ACTIONS)}")
         which = node.removeprefix("kafka-")
         if which == "leader":
             return cluster.leader()
+        if which == "collector":  # the node `quorum collect` holds its connection to, now
+            talks_to = sorted(cluster.connected_nodes(self.processes["kafka-collector"].pid) & set(cluster.nodes))
+            if not talks_to:
+                raise ValueError(f"{action}: the collector holds no connection to a Kafka node right now")
+            return talks_to[0]
         if which == "follower":
             followers = [i for i in cluster.followers() if i not in self.kafka_frozen | self.kafka_killed]
             if not followers:
                 raise ValueError(f"{action}: no running follower in the Kafka quorum")
             return followers[0]
         if not which.isdigit() or int(which) not in cluster.nodes:
-            raise ValueError(f"{node}: say kafka-leader, kafka-follower or kafka-ID, ID among {sorted(cluster.nodes)}")
+            raise ValueError(f"{node}: say kafka-leader, kafka-follower, kafka-collector or kafka-ID, ID among "
+                             f"{sorted(cluster.nodes)}")
         return int(which)
 
     def kafka_chaos(self, action: str, node: str) -> str:
         node_id = self.kafka_target(action, node)
         role = self.kafka_quorum.nodes[node_id].role
+        if action == "cutoff":
+            if self.packet_filter is None:
+                raise ValueError("cutting a Kafka node off needs root and iptables (kernel packet-filter rules): "
+                                 "run the stack as root")
+            self.packet_filter.cut(node_id)
+            return f"Kafka {role} {node_id}: its controller traffic dropped by packet filter, the process running"
         if action == "freeze":
             self.kafka_quorum.freeze(node_id)
             self.kafka_frozen.add(node_id)
@@ -325,21 +362,96 @@ class Stack:
         self.kafka_killed.add(node_id)
         return f"Kafka {role} {node_id}: killed"
 
-    def kafka_heal(self) -> list[str]:
+    def kafka_heal(self, only: int | None = None) -> list[str]:
+        """Continue, restart and reconnect the Kafka quorum's disturbed nodes (or just `only`)."""
         done = []
         for node_id in sorted(self.kafka_frozen):
-            self.kafka_quorum.resume(node_id)
-            done.append(f"Kafka node {node_id} continued")
+            if only in (None, node_id):
+                self.kafka_quorum.resume(node_id)
+                self.kafka_frozen.discard(node_id)
+                done.append(f"Kafka node {node_id} continued")
         for node_id in sorted(self.kafka_killed):
-            self.kafka_quorum.restart(node_id)
-            done.append(f"Kafka node {node_id} restarted")
-        self.kafka_frozen.clear()
-        self.kafka_killed.clear()
+            if only in (None, node_id):
+                self.kafka_quorum.restart(node_id)
+                self.kafka_killed.discard(node_id)
+                done.append(f"Kafka node {node_id} restarted")
+        if self.packet_filter is not None:
+            for node_id in sorted(self.packet_filter.cut_nodes()):
+                if only in (None, node_id):
+                    self.packet_filter.heal(node_id)
+                    done.append(f"Kafka node {node_id} reconnected")
         return done
 
-    def chaos(self, action: str, node: str | int | None) -> str:
+    def heal_all(self) -> list[str]:
+        done = self.kafka_heal() if self.kafka_quorum else []
+        for node_id in sorted(self.nodes):
+            done += self.heal_node(node_id)
+        return done
+
+    def heal_node(self, node_id: int) -> list[str]:
+        """Undo whatever disturbs one node: continue it, restart it, give it its cluster id back,
+        clear its injected faults."""
+        done = []
+        name = self.node_name(node_id)
+        if node_id in self.frozen:
+            self._signal(name, signal.SIGCONT)
+            self.frozen.discard(node_id)
+            done.append(f"node {node_id} continued")
+        if node_id in self.killed:
+            self.spawn(name, self.argv[name])
+            self.killed.discard(node_id)
+            done.append(f"node {node_id} restarted")
+        if node_id in self.other_cluster:
+            self._restart_node(node_id, svc.CLUSTER_ID)
+            self.other_cluster.discard(node_id)
+            done.append(f"node {node_id} restarted with cluster id {svc.CLUSTER_ID!r}")
+        if self.processes[name].poll() is None:
+            try:
+                before = json.loads(self._fault(node_id, "status")).get("faults", {})
+                self._fault(node_id, "clear")
+            except (ValueError, subprocess.TimeoutExpired):
+                before = {}  # a node still starting up has no faults to clear
+            injected = [k for k, v in before.items() if v not in (False, 0, [])]
+            if injected:
+                done.append(f"node {node_id}: {', '.join(injected)} cleared")
+        return done
+
+    def roles(self) -> dict:
+        """Who leads, who follows and who observes in each quorum now (for the nemesis, which
+        picks its targets itself): JSON in the reply's message."""
+        voters = sorted(n for n, spec in self.nodes.items() if spec.voter)
+        try:
+            leader, why = self.leader(), None
+        except ValueError as e:
+            leader, why = None, str(e)
+        roles = {"project": {"cluster_id": svc.CLUSTER_ID, "leader": leader, "no_leader": why, "voters": voters,
+                             "observers": sorted(set(self.nodes) - set(voters))},
+                 "kafka": None, "kafka_cutoff": self.packet_filter is not None}
+        cluster = self.kafka_quorum
+        if cluster is not None:
+            roles["kafka"] = {"cluster_id": cluster.cluster_id, "leader": self._kafka_leader(),
+                              "voters": cluster.voter_ids(), "observers": cluster.broker_ids(),
+                              "collector": sorted(cluster.connected_nodes(self.processes["kafka-collector"].pid)
+                                                  & set(cluster.nodes))}
+        return roles
+
+    def _kafka_leader(self) -> int | None:
+        """The Kafka quorum's leader by any controller that answers (the broker may be the one frozen)."""
+        out = self.kafka_frozen | self.kafka_killed | (self.packet_filter.cut_nodes() if self.packet_filter else set())
+        for node_id in [i for i in self.kafka_quorum.controller_ids() if i not in out]:
+            try:
+                leader = self.kafka_quorum.describe_controller(node_id).leader_id
+            except Exception:  # noqa: BLE001 - a controller that does not answer: ask the next
+                continue
+            if leader >= 0:
+                return leader
+        return None
+
+    def chaos(self, action: str, node: str | int | None, value: int | None = None) -> str:
+        if action == "roles":
+            return json.dumps(self.roles())
         with self.lock:
-            if isinstance(node, str) and node.startswith("kafka-"):
+            if isinstance(node, str) and node.startswith("kafka-") and action != "heal":
                 return self.kafka_chaos(action, node)
             if action in NODE_ACTIONS:
                 node = self.target(action, node)
@@ -369,28 +481,28 @@ class Stack:
                 leader = self.leader()
                 self._fault(leader, "pause")
                 return f"leader {leader}: cut off from every peer"
+            if action == "skew":
+                if value is None:
+                    raise ValueError("skew needs milliseconds after the node: chaos skew NODE MS (negative: early)")
+                self._fault(node, "skew", "--", str(int(value)))
+                return f"node {node}: its records are stamped {int(value):+d} ms off the true clock"
+            if action == "job-kill":
+                proc = self.processes.get(JOB_NAME)
+                if proc is None or proc.poll() is not None:
+                    raise ValueError(f"{JOB_NAME} is not running (the supervisor may be restarting it)")
+                _signal_group(proc.pid, signal.SIGKILL)
+                return f"{JOB_NAME}: killed with SIGKILL (the supervisor restarts it from its checkpoint)"
+            if action == "events-restart":
+                started = time.monotonic()
+                self.broker.stop(keep_files=True)
+                self.broker.start()
+                return f"the events Kafka: stopped and started again in {time.monotonic() - started:.1f} s"
             if action == "heal":
-                done = self.kafka_heal() if self.kafka_quorum else []
-                for node_id in sorted(self.frozen):
-                    self._signal(self.node_name(node_id), signal.SIGCONT)
-                    done.append(f"node {node_id} continued")
-                self.frozen.clear()
-                for node_id in sorted(self.killed):
-                    name = self.node_name(node_id)
-                    self.spawn(name, self.argv[name])
-                    done.append(f"node {node_id} restarted")
-                self.killed.clear()
-                for node_id in sorted(self.other_cluster):
-                    self._restart_node(node_id, svc.CLUSTER_ID)
-                    done.append(f"node {node_id} restarted with cluster id {svc.CLUSTER_ID!r}")
-                self.other_cluster.clear()
-                for node_id in self.nodes:
-                    if self.processes[self.node_name(node_id)].poll() is None:
-                        try:
-                            self._fault(node_id, "clear")
-                        except (ValueError, subprocess.TimeoutExpired):
-                            pass  # a node still starting up has no faults to clear
-                return "; ".join(done) or "faults cleared on every node"
+                if node is None:
+                    return "; ".join(self.heal_all()) or "faults cleared on every node"
+                if isinstance(node, str) and node.startswith("kafka-"):
+                    return "; ".join(self.kafka_heal(self.kafka_target("heal", node))) or f"{node}: nothing to heal"
+                return "; ".join(self.heal_node(self.target("heal", node))) or f"node {node}: nothing to heal"
             raise ValueError(f"unknown chaos action {action!r}")
 
 
@@ -430,10 +542,11 @@ class Stack:
         self.spawn(name, self.argv[name])
 
 
-NODE_ACTIONS = ("stall", "slow-disk", "wrong-cluster", "cutoff", "freeze", "kill")
+NODE_ACTIONS = ("stall", "slow-disk", "wrong-cluster", "cutoff", "freeze", "kill", "skew")
 # a leader does not replicate from anyone and makes its own appends: these mean nothing on it
 FOLLOWER_ACTIONS = ("stall", "slow-disk", "wrong-cluster")
-KAFKA_ACTIONS = ("freeze", "kill")  # on the --kafka-quorum cluster's nodes
+KAFKA_ACTIONS = ("freeze", "kill", "cutoff")  # on the --kafka-quorum cluster's nodes
+STACK_ACTIONS = ("job-kill", "events-restart")  # on the monitor itself
 
 
 def _signal_group(pid: int, sig: int) -> None:
@@ -460,9 +573,10 @@ def _serve_control(stack: Stack, stopping: list) -> socket.socket:
             with conn:
                 try:
                     request = json.loads(conn.makefile().readline())
-                    message = stack.chaos(request["action"], request.get("node"))
+                    message = stack.chaos(request["action"], request.get("node"), request.get("value"))
                     reply = {"ok": True, "message": message}
-                    say(f"chaos: {message}")
+                    if request["action"] != "roles":
+                        say(f"chaos: {message}")
                 except Exception as e:  # noqa: BLE001 - the reply carries any failure to the caller
                     reply = {"ok": False, "message": str(e)}
                 conn.sendall((json.dumps(reply) + "\n").encode())
@@ -471,11 +585,25 @@ def _serve_control(stack: Stack, stopping: list) -> socket.socket:
     return server
 
 
+def _cgroup_parent() -> Path | None:
+    """Where the Kafka quorum's nodes get a cgroup each, so that packet-filter rules can cut one
+    off (chaos cutoff kafka-ID): only as root with iptables, else None and no cutoff."""
+    if os.geteuid() != 0 or shutil.which("iptables") is None:
+        return None
+    try:
+        return packet_filter.cgroup2_root() / f"quorum-stack-{os.getpid()}"
+    except RuntimeError:
+        return None
+
+
 def _start_kafka_quorum(stack: Stack, quorum: list[str]) -> None:
     """A real KRaft cluster to watch, and `quorum collect` watching it with every node's own view."""
     base = stack.run_dir / "kafka-quorum"
     say(f"      Apache Kafka KRaft quorum: 3 controllers + 1 broker, each with the JMX exporter (logs {base})")
-    stack.kafka_quorum = cluster = KafkaCluster(base_dir=base, jmx_exporter=True)
+    cgroups = _cgroup_parent()
+    stack.kafka_quorum = cluster = KafkaCluster(base_dir=base, jmx_exporter=True, cgroup_parent=cgroups)
+    if cgroups is not None:
+        stack.packet_filter = packet_filter.PacketFilter(cluster)
     try:
         cluster.start()
     except BrokerError as e:
@@ -704,9 +832,9 @@ def chaos(args: argparse.Namespace) -> int:
         say("no stack is running (or it is still starting)")
         return 1
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(30)
+        s.settimeout(90)  # events-restart waits for the events Kafka to serve again
         s.connect(str(path))
-        s.sendall((json.dumps({"action": args.chaos_action, "node": args.node}) + "\n").encode())
+        s.sendall((json.dumps({"action": args.chaos_action, "node": args.node, "value": args.value}) + "\n").encode())
         reply = json.loads(s.makefile().readline())
     print(reply["message"])
     return 0 if reply["ok"] else 1
@@ -736,11 +864,19 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("down", help="stop a running stack")
     sub.add_parser("status", help="addresses and the quorum's replication state")
     c = sub.add_parser("chaos", help="disturb the running quorum (see above)")
-    c.add_argument("chaos_action", choices=[*NODE_ACTIONS, "partition-leader", "heal"])
+    c.add_argument("chaos_action", choices=[*NODE_ACTIONS, "partition-leader", *STACK_ACTIONS, "heal"])
     c.add_argument("node", nargs="?", help=f"follower, leader or a node id (for {', '.join(NODE_ACTIONS)}); "
                                            f"kafka-follower, kafka-leader or kafka-ID: a node of the --kafka-quorum "
-                                           f"cluster (for {', '.join(KAFKA_ACTIONS)})")
-    args = p.parse_args(argv)
+                                           f"cluster (for {', '.join(KAFKA_ACTIONS)}, heal)")
+    c.add_argument("value", nargs="?", type=int, help="for skew: milliseconds (negative: early; after `--`)")
+    sub.add_parser("nemesis", add_help=False, help="a seeded schedule of faults on a new stack, every alert judged "
+                                                   "against it (deploy/run-local nemesis --help)")
+    args, rest = p.parse_known_args(argv)
+    if args.action == "nemesis":
+        from nemesis.runner import main as nemesis
+        return nemesis(rest, run_dir=args.run_dir if args.run_dir != p.get_default("run_dir") else None)
+    if rest:
+        p.error(f"unrecognized arguments: {' '.join(rest)}")
     return {"up": up, "down": down, "status": status, "chaos": chaos}[args.action](args)
 
 
