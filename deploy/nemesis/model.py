@@ -1,0 +1,174 @@
+"""What the schedule alone says the monitor should show: which nodes are out when, and so which
+alerts may fire (a fault behind them, within the alert's `for:` and a grace) and which must
+(a fault that outlasted the alert's threshold, `for:` and a bound). Nothing here reads what the
+monitor said; the judge holds the two side by side.
+
+The rules, each from what the alert rests on (alerts/quorum-health.rules.yml):
+- a node is *out* from its fault's start until its heal plus the kind's recovery (a restarted JVM
+  rejoins in seconds, a killed Kafka node in up to 45 s); *definitely out* from start to heal,
+  except a slow disk (it still fetches) and a skewed clock (it changes nothing the quorum does);
+- QuorumVoterUnreachable, QuorumVoterStalled for a voter: that voter out;
+- QuorumObserverLagging: that observer out, or a leader fault or a majority out (observers catch
+  up with a new leader);
+- QuorumOneFailureFromNoMajority: a voter out; QuorumNoMajority, QuorumLeaderless,
+  QuorumHighWatermarkStalled: two voters out at once;
+- QuorumElectionStorm: two or more leadership disturbances (a fault on the leader, a majority
+  lost, a voter healed) within the storm window, or two voters out at once in it (a slowed
+  disk counts: its fetches come further apart than the leader's check-quorum timeout, so the
+  leader resigns, wins again and resigns while the other is out);
+- QuorumZombieLeader: a frozen or cut-off leader, up to its heal;
+- QuorumMonitorSilent, QuorumMonitorFallingBehind: the job killed or the events Kafka restarted;
+- QuorumSplitBrain, QuorumUnobserved: never (no fault here takes every node of a quorum).
+Each may fire if its condition held somewhere in [start of pending - GRACE_S, firing]: the
+condition reaches Prometheus a push and a scrape after the fact.
+A page is missed when a voter alone was definitely out longer than the unreachable threshold +
+QuorumVoterUnreachable's `for:` + BOUND_S without it, or two voters longer than 2 s + 15 s +
+BOUND_S without QuorumNoMajority, QuorumLeaderless or QuorumHighWatermarkStalled; not while the
+monitor itself is down (a job restart and its first batch)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .schedule import Planned
+
+GRACE_S = 15.0
+BOUND_S = 15.0
+UNREACHABLE_AFTER_S = 2.0   # the job's unreachable threshold: the fetch timeout
+STORM_WINDOW_S = 60.0       # the job's storm_window_ms
+MONITOR_OUT_S = 240.0       # a killed job restarts, recovers its checkpoint and runs its first batch within this
+RECOVERY_S = {"freeze": 10, "kill": 20, "cutoff": 10, "slow-disk": 15, "skew": 0,
+              "kafka-freeze": 15, "kafka-kill": 45, "kafka-cutoff": 15}
+NOT_OUT = ("skew",)
+FETCHES_STILL = ("slow-disk",)
+EXPECTED_CAUSE = {"freeze": "down", "kill": "down", "cutoff": "partitioned", "kafka-freeze": "down",
+                  "kafka-kill": "down", "kafka-cutoff": "partitioned"}
+
+
+@dataclass
+class Done:
+    """A fault as it ran: on which nodes, in which role each was when it started, and when."""
+    planned: Planned
+    cluster_id: str | None      # the quorum's cluster id; None for a fault on the monitor
+    nodes: tuple[int, ...]
+    roles: tuple[str, ...]      # leader, follower or observer, at the start
+    start: float                # unix seconds
+    healed: float               # unix seconds (the start, for a fault that is over once done)
+    message: str = ""
+
+    @property
+    def kind(self) -> str:
+        return self.planned.kind
+
+    def recovered(self) -> float:
+        return self.healed + RECOVERY_S.get(self.kind, 0)
+
+    def out_at(self, node: int, t: float) -> bool:
+        return node in self.nodes and self.kind not in NOT_OUT and self.start <= t <= self.recovered()
+
+    def definitely_out_at(self, node: int, t: float) -> bool:
+        return (node in self.nodes and self.kind not in NOT_OUT + FETCHES_STILL and self.start <= t < self.healed)
+
+
+class Model:
+    def __init__(self, done: list[Done], voters: dict[str, set[int]], observers: dict[str, set[int]]):
+        self.done = done
+        self.voters = voters
+        self.observers = observers
+
+    # --- the state the schedule implies ---------------------------------------------------------------------
+    def on(self, cluster_id: str) -> list[Done]:
+        return [d for d in self.done if d.cluster_id == cluster_id]
+
+    def out(self, cluster_id: str, t: float, definitely: bool = False) -> set[int]:
+        return {n for d in self.on(cluster_id) for n in d.nodes
+                if (d.definitely_out_at(n, t) if definitely else d.out_at(n, t))}
+
+    def voters_out(self, cluster_id: str, t: float, definitely: bool = False) -> set[int]:
+        return self.out(cluster_id, t, definitely) & self.voters.get(cluster_id, set())
+
+    def monitor_disturbed(self, a: float, b: float) -> bool:
+        """The job killed or the events Kafka restarted within MONITOR_OUT_S before [a, b]."""
+        return any(d.cluster_id is None and a - MONITOR_OUT_S <= d.start <= b for d in self.done)
+
+    def leadership_disturbances(self, cluster_id: str, a: float, b: float) -> int:
+        count = 0
+        for d in self.on(cluster_id):
+            if d.kind in NOT_OUT or d.kind in FETCHES_STILL:
+                continue
+            voters = [n for n in d.nodes if n in self.voters.get(cluster_id, set())]
+            if a <= d.start <= b and ("leader" in d.roles or len(voters) >= 2):
+                count += 1
+            if voters and a <= d.healed <= b:
+                count += 1
+        return count
+
+    # --- may an alert fire -----------------------------------------------------------------------------------
+    def justified(self, alert: str, labels: dict[str, str], pending: float, firing: float) -> bool:
+        a, b = pending - GRACE_S, firing
+        times = [a + i for i in range(int(b - a) + 1)] + [b]
+        cluster = labels.get("cluster")
+        replica = int(labels["replica"]) if labels.get("replica", "").isdigit() else None
+        if alert in ("QuorumMonitorSilent", "QuorumMonitorFallingBehind"):
+            return self.monitor_disturbed(a, b)
+        if cluster is None:
+            return False
+        if alert in ("QuorumVoterUnreachable", "QuorumVoterStalled"):
+            return any(replica in self.out(cluster, t) for t in times)
+        if alert == "QuorumObserverLagging":
+            return (any(replica in self.out(cluster, t) or len(self.voters_out(cluster, t)) >= 2 for t in times)
+                    or any("leader" in d.roles and d.start <= b and d.recovered() >= a for d in self.on(cluster)))
+        if alert == "QuorumOneFailureFromNoMajority":
+            return any(self.voters_out(cluster, t) for t in times)
+        if alert in ("QuorumNoMajority", "QuorumLeaderless", "QuorumHighWatermarkStalled"):
+            return any(len(self.voters_out(cluster, t)) >= 2 for t in times)
+        if alert == "QuorumElectionStorm":
+            window = [a - STORM_WINDOW_S + i for i in range(int(STORM_WINDOW_S))] + times
+            return (self.leadership_disturbances(cluster, a - STORM_WINDOW_S, b) >= 2
+                    or any(len(self.voters_out(cluster, t)) >= 2 for t in window))
+        if alert == "QuorumZombieLeader":
+            return any("leader" in d.roles and d.kind in ("freeze", "cutoff", "kafka-freeze", "kafka-cutoff")
+                       and d.start <= b and d.recovered() >= a for d in self.on(cluster))
+        return False  # QuorumSplitBrain, QuorumUnobserved, anything new: no fault here explains it
+
+    # --- which pages must come -------------------------------------------------------------------------------
+    def required_pages(self, for_s: dict[str, float], end: float) -> list[tuple[str, str, int | None, float, float]]:
+        """(alert or alerts '|'-joined, cluster, replica, from, until): each page the schedule
+        demands, to be firing somewhere in [from, until]."""
+        needed = []
+        for cluster, voters in self.voters.items():
+            for lone, alerts, wait in self._spans(cluster, voters, for_s, end):
+                needed.append((alerts, cluster, lone, *wait))
+        return needed
+
+    def _spans(self, cluster: str, voters: set[int], for_s: dict[str, float], end: float):
+        single = UNREACHABLE_AFTER_S + for_s["QuorumVoterUnreachable"] + BOUND_S
+        majority = UNREACHABLE_AFTER_S + for_s["QuorumNoMajority"] + BOUND_S
+        ticks = sorted({int(t) for d in self.on(cluster) for t in (d.start, d.healed)})
+        if not ticks:
+            return
+        state, since = None, None
+        for t in range(ticks[0], int(end) + 1):
+            out = self.voters_out(cluster, t, definitely=True)
+            maybe = self.voters_out(cluster, t)
+            now = ("one", min(out)) if len(out) == 1 and maybe == out else ("two", None) if len(out) >= 2 else None
+            if now != state:
+                if state is not None:
+                    yield from self._demand(state, since, t, single, majority, cluster)
+                state, since = now, t
+        if state is not None:
+            yield from self._demand(state, since, int(end), single, majority, cluster)
+
+    def _demand(self, state, since: float, until: float, single: float, majority: float, cluster: str):
+        kind, node = state
+        need = single if kind == "one" else majority
+        if until - since < need or self.monitor_disturbed(since, until):
+            return
+        alerts = "QuorumVoterUnreachable" if kind == "one" else \
+            "QuorumNoMajority|QuorumLeaderless|QuorumHighWatermarkStalled"
+        yield node, alerts, (since, since + need)
+
+    def expected_cause(self, cluster: str, replica: int, t: float) -> str | None:
+        kinds = {d.kind for d in self.on(cluster) if d.out_at(replica, t)}
+        causes = {EXPECTED_CAUSE[k] for k in kinds if k in EXPECTED_CAUSE}
+        return causes.pop() if len(causes) == 1 else None
+

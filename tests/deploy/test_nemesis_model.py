@@ -1,0 +1,100 @@
+"""The nemesis' schedule, model and judge, on schedules and series written out here: the same seed
+draws the same faults within the model's limits; a page with a fault behind it is justified and
+one without is false; a fault that outlasts its alert's threshold without the page is a missed
+page; a cause that disagrees with the fault is named."""
+from __future__ import annotations
+
+import pytest
+
+from deploy.nemesis.judge import Series, judge, report
+from deploy.nemesis.model import Done, Model
+from deploy.nemesis.runner import rule_seconds
+from deploy.nemesis.schedule import MAX_VOTERS_OUT, VOTERS_OUT, Planned, active, draw
+
+CLUSTER = "local-quorum"
+FOR = rule_seconds()
+
+
+@pytest.mark.parametrize("seed", [1, 7, 2026])
+def test_a_seed_draws_one_schedule_within_the_models_limits(seed):
+    print(f"seed {seed}")
+    plan = draw(seed, 30)
+    assert plan == draw(seed, 30) and plan != draw(seed + 1, 30)
+    assert len(plan) >= 60
+    assert {p.kind for p in plan} >= {"freeze", "kill", "cutoff", "kafka-freeze", "kafka-kill", "job-kill"}
+    for p in plan:
+        others = [o for o in active(plan, p.start_s) if o.cluster == p.cluster and o.index != p.index]
+        out = sum(VOTERS_OUT.get(o.target, 0) for o in others + [p] if o.kind != "skew")
+        assert out <= MAX_VOTERS_OUT, (p, others)
+        if p.target.endswith("majority"):
+            assert not [o for o in others if VOTERS_OUT.get(o.target, 0) and o.kind != "skew"], (p, others)
+    assert not [p for p in draw(seed, 30, kafka_cutoff=False) if p.kind == "kafka-cutoff"]
+
+
+def fault(index, kind, nodes, roles, start, healed, target="follower") -> Done:
+    return Done(Planned(index, kind, target, 0, healed - start), CLUSTER, tuple(nodes), tuple(roles), start, healed)
+
+
+def model(*done) -> Model:
+    return Model(list(done), {CLUSTER: {1, 2, 3}}, {CLUSTER: {4}})
+
+
+def alert(name, start, end, **labels):
+    return ({"alertname": name, "alertstate": "firing", "cluster": CLUSTER, **labels},
+            [float(t) for t in range(start, end + 1)])
+
+
+def series(alerts=(), status=None, causes=None) -> Series:
+    return Series(list(alerts), status or {}, causes or {}, {}, [])
+
+
+def test_a_frozen_follower_must_page_for_itself_and_nothing_else_may():
+    frozen = fault(0, "freeze", [2], ["follower"], 1000, 1060)
+    unreachable = {(CLUSTER, 2): [(float(t), "unreachable") for t in range(1004, 1062)]}
+    causes = {(CLUSTER, 2): [(float(t), "down") for t in range(1004, 1062)]}
+    good = judge(model(frozen), series([alert("QuorumVoterUnreachable", 1015, 1090, replica="2")], unreachable,
+                                       causes), FOR, 1200)
+    assert (good.false_pages, good.missed_pages, good.wrong_causes) == ([], [], [])
+    assert [round(latency) for _, latency, _ in good.detections] == [4]
+    print("\n".join(report(good, 0, 3)))
+
+    wrong = judge(model(frozen), series([alert("QuorumVoterUnreachable", 1015, 1090, replica="3"),
+                                         alert("QuorumNoMajority", 1020, 1040)]), FOR, 1200)
+    assert sorted(ep.alert for ep, _ in wrong.false_pages) == ["QuorumNoMajority", "QuorumVoterUnreachable"]
+    assert len(wrong.missed_pages) == 1 and "voter 2" in wrong.missed_pages[0]
+    assert report(wrong, 0, 3)[-1].startswith("nemesis: 1 faults, 0 detected, 2 false pages, 1 missed pages")
+
+
+def test_a_short_fault_demands_no_page_and_a_page_long_after_the_heal_is_false():
+    short = fault(0, "freeze", [2], ["follower"], 1000, 1015)
+    verdict = judge(model(short), series([alert("QuorumVoterUnreachable", 1200, 1230, replica="2")]), FOR, 1300)
+    assert verdict.missed_pages == [] and len(verdict.false_pages) == 1
+
+
+def test_two_voters_out_must_page_a_lost_majority_and_may_page_one_failure_from_it():
+    majority = fault(0, "kill", [1, 2], ["leader", "follower"], 1000, 1060, target="majority")
+    none = judge(model(majority), series(), FOR, 1200)
+    assert len(none.missed_pages) == 1 and "a majority" in none.missed_pages[0]
+    paged = judge(model(majority), series([alert("QuorumLeaderless", 1020, 1100),
+                                           alert("QuorumOneFailureFromNoMajority", 1065, 1080)]), FOR, 1200)
+    assert (paged.false_pages, paged.missed_pages) == ([], [])
+
+
+def test_a_wrong_cause_is_named_and_the_monitor_down_excuses_a_missing_page():
+    cut = fault(0, "cutoff", [3], ["follower"], 1000, 1060)
+    causes = {(CLUSTER, 3): [(float(t), "down") for t in range(1010, 1060)]}
+    verdict = judge(model(cut), series([alert("QuorumVoterUnreachable", 1015, 1090, replica="3")], causes=causes),
+                    FOR, 1200)
+    assert verdict.wrong_causes and "the fault says partitioned" in verdict.wrong_causes[0]
+    job = Done(Planned(1, "job-kill", "job", 0, 0), None, (), (), 990, 990)
+    assert judge(model(cut, job), series(), FOR, 1200).missed_pages == []
+
+
+def test_an_election_storm_while_a_killed_and_a_slowed_voter_are_out_is_justified_and_not_without_them():
+    """The leader's check-quorum counts a follower whose fetches come seconds apart as gone: with
+    another voter killed it resigns, wins again and resigns, a real storm (seed 7, 3.5 min)."""
+    killed = fault(0, "kill", [2], ["follower"], 1000, 1034)
+    slowed = fault(1, "slow-disk", [3], ["follower"], 1004, 1015)
+    storm = alert("QuorumElectionStorm", 1035, 1190)
+    assert judge(model(killed, slowed), series([storm]), FOR, 1300).false_pages == []
+    assert len(judge(model(killed), series([storm]), FOR, 1300).false_pages) == 1
