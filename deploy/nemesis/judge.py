@@ -86,7 +86,9 @@ def judge(model: Model, series: Series, for_s: dict[str, float], end: float) -> 
         verdict.detections.append((d, *_detection(d, series)))
     for cluster, samples in series.quorum_status.items():
         wrong = {int(t) for t, status in samples if status in PAGING_STATUSES
-                 and not any(len(model.voters_out(cluster, t - dt)) >= 2 for dt in range(int(GRACE_S) + 1))}
+                 and not any(len(model.voters_out(cluster, t - dt)) >= 2 or model.electing(cluster, t - dt)
+                             for dt in range(int(GRACE_S) + 1))
+                 and not model.monitor_disturbed(t - GRACE_S, t)}
         verdict.wrong_status_s[cluster] = len(wrong)
     return verdict
 
@@ -166,7 +168,7 @@ def report(verdict: Verdict, seed: int, minutes: float) -> list[str]:
     for cluster, seconds in verdict.wrong_status_s.items():
         if seconds:
             lines.append(f"wrong paging status: {cluster} showed {'/'.join(PAGING_STATUSES)} for {seconds} s "
-                         f"with fewer than two voters out")
+                         f"with fewer than two voters out and no election after a leader fault")
     p99 = percentile(verdict.detected, .99)
     lines.append(f"nemesis: {len(verdict.detections)} faults, {len(verdict.detected)} detected, "
                  f"{len(verdict.false_pages)} false pages, {len(verdict.missed_pages)} missed pages, detection p99 "

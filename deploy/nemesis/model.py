@@ -17,7 +17,8 @@ The rules, each from what the alert rests on (alerts/quorum-health.rules.yml):
   disk counts: its fetches come further apart than the leader's check-quorum timeout, so the
   leader resigns, wins again and resigns while the other is out);
 - QuorumZombieLeader: a frozen or cut-off leader, up to its heal;
-- QuorumMonitorSilent, QuorumMonitorFallingBehind: the job killed or the events Kafka restarted;
+- QuorumMonitorSilent, QuorumMonitorFallingBehind: the job killed (240 s) or the events Kafka
+  restarted (its restart and 60 s);
 - QuorumSplitBrain, QuorumUnobserved: never (no fault here takes every node of a quorum).
 Each may fire if its condition held somewhere in [start of pending - GRACE_S, firing]: the
 condition reaches Prometheus a push and a scrape after the fact.
@@ -35,7 +36,11 @@ GRACE_S = 15.0
 BOUND_S = 15.0
 UNREACHABLE_AFTER_S = 2.0   # the job's unreachable threshold: the fetch timeout
 STORM_WINDOW_S = 60.0       # the job's storm_window_ms
-MONITOR_OUT_S = 240.0       # a killed job restarts, recovers its checkpoint and runs its first batch within this
+# how long after a fault on the monitor its verdicts may be stale: a killed job restarts,
+# recovers its checkpoint and runs its first batch; after the events Kafka is back, the
+# publishers' buffers drain and the job's next batches catch up
+MONITOR_OUT_S = {"job-kill": 240.0, "events-restart": 60.0}
+ELECTION_S = 15.0           # a leader lost: an election and the new leader's first commit (QuorumLeaderless' for:)
 RECOVERY_S = {"freeze": 10, "kill": 20, "cutoff": 10, "slow-disk": 15, "skew": 0,
               "kafka-freeze": 15, "kafka-kill": 45, "kafka-cutoff": 15}
 NOT_OUT = ("skew",)
@@ -87,8 +92,16 @@ class Model:
         return self.out(cluster_id, t, definitely) & self.voters.get(cluster_id, set())
 
     def monitor_disturbed(self, a: float, b: float) -> bool:
-        """The job killed or the events Kafka restarted within MONITOR_OUT_S before [a, b]."""
-        return any(d.cluster_id is None and a - MONITOR_OUT_S <= d.start <= b for d in self.done)
+        """The job killed, or the events Kafka restarted, in [a, b] or within MONITOR_OUT_S of
+        its kind before it."""
+        return any(d.cluster_id is None and d.start <= b and d.healed + MONITOR_OUT_S[d.kind] >= a
+                   for d in self.done)
+
+    def electing(self, cluster_id: str, t: float) -> bool:
+        """A fault on the leader began within ELECTION_S before t: `leaderless`, then `stalled`
+        until the new leader's first commit, is the truth for that long."""
+        return any("leader" in d.roles and d.kind not in NOT_OUT + FETCHES_STILL and d.start <= t <= d.start + ELECTION_S
+                   for d in self.on(cluster_id))
 
     def leadership_disturbances(self, cluster_id: str, a: float, b: float) -> int:
         count = 0

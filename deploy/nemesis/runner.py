@@ -155,7 +155,8 @@ class Nemesis:
                                    for n in nodes]
 
     def start(self, p: Planned) -> None:
-        at = f"+{time.time() - self.t0:.0f} s"
+        late = time.time() - self.t0 - p.start_s  # the steps before took this long beyond their slot
+        at = f"+{time.time() - self.t0:.0f} s" + (f" ({late:.0f} s late)" if late >= 2 else "")
         try:
             roles = self.stack.roles()
         except RuntimeError as e:  # the stack could not say who leads now: this fault does not land

@@ -98,3 +98,17 @@ def test_an_election_storm_while_a_killed_and_a_slowed_voter_are_out_is_justifie
     storm = alert("QuorumElectionStorm", 1035, 1190)
     assert judge(model(killed, slowed), series([storm]), FOR, 1300).false_pages == []
     assert len(judge(model(killed), series([storm]), FOR, 1300).false_pages) == 1
+
+
+def test_an_election_after_a_leader_fault_is_no_wrong_status_and_a_monitor_fault_excuses_only_its_own_spell():
+    killed = fault(0, "kill", [1], ["leader"], 1000, 1030, target="leader")
+    leaderless = series(status={}, causes={})
+    leaderless.quorum_status[CLUSTER] = [(float(t), "leaderless") for t in range(1002, 1008)]
+    assert judge(model(killed), leaderless, FOR, 1200).wrong_status_s[CLUSTER] == 0
+    late = series()
+    late.quorum_status[CLUSTER] = [(float(t), "leaderless") for t in range(1040, 1046)]
+    assert judge(model(killed), late, FOR, 1200).wrong_status_s[CLUSTER] == 6
+    restart = Done(Planned(1, "events-restart", "events", 0, 0), None, (), (), 2000, 2015)
+    assert model(restart).monitor_disturbed(2070, 2080) and not model(restart).monitor_disturbed(2080, 2090)
+    job = Done(Planned(2, "job-kill", "job", 0, 0), None, (), (), 2000, 2000)
+    assert model(job).monitor_disturbed(2230, 2240) and not model(job).monitor_disturbed(2245, 2250)
