@@ -14,7 +14,9 @@ gives a record every interval. A node that hangs (it accepts connections and ans
 frozen process, a long GC pause) costs at most part of one poll: another node is asked after 30 %
 of the timeout, and the silent one is asked last for a while. List several brokers in
 --bootstrap-server, or give the controllers with --bootstrap-controller (KIP-919), so that no
-single node is the collector's only path.
+single node is the collector's only path. Through PLAINTEXT brokers, a poll without an answer
+(a broker still forwarding to a controller that hangs) makes the next ones ask the controllers
+that the last answer named as well, until the brokers answer again (quorum.controller_fallback).
 
 With --node-metrics ID=URL for each node, every poll also reads each node's own view of the
 quorum from its Prometheus JMX exporter endpoint (quorum.kafka_node_metrics) and publishes it as
@@ -534,8 +536,17 @@ def make_poller(args: argparse.Namespace, timeout_ms: int, client_config: dict[s
     if getattr(args, "bootstrap_controller", None):
         from quorum.controller_poller import ControllerQuorumPoller
         return ControllerQuorumPoller(args.bootstrap_controller, timeout_ms=timeout_ms, want_cluster_id=want_cluster_id)
-    return QuorumPoller(args.bootstrap_server, timeout_ms=timeout_ms, client_config=client_config,
-                        want_cluster_id=want_cluster_id)
+    return brokers_poller(args.bootstrap_server, timeout_ms, client_config, want_cluster_id)
+
+
+def brokers_poller(bootstrap: str, timeout_ms: int, client_config: dict[str, Any] | None = None,
+                   want_cluster_id: bool = True):
+    """The poller through the brokers; on a PLAINTEXT cluster it also asks the controllers its
+    answers name while the brokers give none (quorum.controller_fallback)."""
+    from quorum.controller_fallback import ControllerFallback, plaintext
+    brokers = QuorumPoller(bootstrap, timeout_ms=timeout_ms, client_config=client_config,
+                           want_cluster_id=want_cluster_id)
+    return ControllerFallback(brokers) if plaintext(brokers.client_config) else brokers
 
 
 def _path(args: argparse.Namespace) -> str:

@@ -20,7 +20,7 @@ from typing import Any, Callable
 import pytest
 
 from quorum import events, kafka_shapes
-from quorum.collector import Collection, QuorumPoller
+from quorum.collector import Collection, brokers_poller
 from quorum.controller_poller import ControllerQuorumPoller
 from quorum.kafka_cluster import KafkaCluster
 from quorum.kafka_node_metrics import NodeMetricsReader
@@ -105,7 +105,7 @@ class Watch:
             poller = ControllerQuorumPoller(cluster.bootstrap_controllers, timeout_ms=interval_ms,
                                             want_cluster_id=False)
         else:
-            poller = QuorumPoller(cluster.bootstrap, timeout_ms=interval_ms, want_cluster_id=False)
+            poller = brokers_poller(cluster.bootstrap, interval_ms, want_cluster_id=False)
         self.collection = Collection(poller, poller.bootstrap, interval_ms, cluster.cluster_id, reader)
         self.state = new_state(cluster.cluster_id, "__cluster_metadata", 0)
         self.records: list[dict[str, Any]] = []

@@ -30,6 +30,8 @@ OTHER_SHAPES_SOAK_S = int(os.environ.get("QUORUM_KAFKA_SOAK_S", "10"))
 VERDICT_WITHIN_S = 2.0 + 2 * 1.0 + 1.0
 # recovery holds for 2 fetch timeouts before a better status shows, plus a restarted JVM
 RECOVERY_WITHIN_S = 30.0
+PAGING = {S.NO_MAJORITY, S.SPLIT_BRAIN, S.UNOBSERVED}  # stalled: judged by how long, see election_within_bounds
+GAP_LIMIT_MS = 2 * 1000  # snapshots at most two intervals apart while one node hangs
 
 
 def settle(watch, timeout_s: float = 30) -> int:
@@ -79,10 +81,13 @@ def test_a_healthy_quorum_polled_at_the_documented_interval_gives_no_transition(
 
 
 def fault_a_follower(watch, follower: int, fault, undo, what: tuple[str, str], cause: str,
-                     while_faulted=lambda mark, t0: None) -> None:
+                     while_faulted=lambda mark, t0: None, rejoin_election: bool = False) -> None:
     """`fault` on a follower: `unreachable` within VERDICT_WITHIN_S, with `cause`; `undo`: caught up
     again, the replica having only worsened and then recovered once, the quorum degraded and
-    healthy again; nothing else changed. `what`: the fault and its undoing, as printed."""
+    healthy again; nothing else changed. `what`: the fault and its undoing, as printed.
+    `rejoin_election`: the follower comes back in a higher epoch (it campaigned while cut off,
+    without pre-vote) and forces an election, so the quorum may stall while it runs, within
+    the alerts' bounds."""
     mark = settle(watch)
     t0 = time.time()
     fault()
@@ -97,12 +102,20 @@ def fault_a_follower(watch, follower: int, fault, undo, what: tuple[str, str], c
     finally:
         undo()
     t1 = time.time()
+    undone = watch.mark()
     row = watch.await_replica(mark, follower, S.CAUGHT_UP, RECOVERY_WITHIN_S)
     print(f"controller {follower} {what[1]}: caught up after {seconds_since(t1, row)} s")
     settle(watch)
     path = replica_path(watch, mark, follower)
     assert worsened_then_recovered(without_blind_spells(watch, mark, follower), S.UNREACHABLE, S.CAUGHT_UP), path
-    assert quorum_path(watch, mark) == [(S.HEALTHY, S.DEGRADED), (S.DEGRADED, S.HEALTHY)]
+    quorum = quorum_path(watch, mark)
+    if rejoin_election and quorum[1:-1] and {new for _, new in quorum[1:-1]} <= {S.STALLED_QUORUM, S.LEADERLESS}:
+        print(f"  its return forced an election: {quorum}")
+        while_faulted_path = quorum[:len(quorum) - len(quorum_path(watch, undone))]
+        assert while_faulted_path == [(S.HEALTHY, S.DEGRADED)] and quorum[-1][1] == S.HEALTHY, quorum
+        election_within_bounds(watch.quorum_rows(undone))
+    else:
+        assert quorum == [(S.HEALTHY, S.DEGRADED), (S.DEGRADED, S.HEALTHY)]
 
 
 def without_blind_spells(watch, mark: int, replica_id: int) -> list[tuple[str, str]]:
@@ -193,11 +206,73 @@ def test_a_follower_cut_off_by_the_network_is_partitioned_while_running_and_rejo
 
     try:
         fault_a_follower(watch, follower, lambda: cut.cut(follower), cut.heal, ("cut off", "healed"), S.PARTITIONED,
-                         while_cut)
+                         while_cut, rejoin_election=not pre_vote)
     finally:
         cut.close()
     if pre_vote:
         assert watch.latest("quorum")["leader_epoch"] == epoch
+
+
+def election_within_bounds(rows: list[dict]) -> None:
+    """A leader lost stops commits while the election runs: `leaderless`, then `stalled` until
+    the new leader's first commit, is the truth then. What pages is what the alerts read: no
+    leader (leader id -1) for their `for:`, or the high watermark's age past 2 s for its `for:`;
+    both must end well inside."""
+    no_leader = [r["wall_ms"] for r in rows if r["leader_id"] == -1]
+    span = (no_leader[-1] - no_leader[0]) / 1000 if no_leader else 0
+    assert span < seconds(rule("QuorumLeaderless")["for"]) - 3, ("no leader", span)
+    oldest_hw = max((r["hw_age_ms"] or 0 for r in rows), default=0) / 1000
+    print(f"  no leader for {span:.1f} s, the high watermark at most {oldest_hw:.1f} s old")
+    assert oldest_hw < 2 + seconds(rule("QuorumHighWatermarkStalled")["for"]) - 1, ("hw age", oldest_hw)
+
+
+# a fetch timeout, an election (pre-vote, then the vote) and two polls
+ANSWERS_AGAIN_WITHIN_S = 2.0 + 4.0 + 2 * 1.0
+
+
+@pytest.mark.kafka_shape(combined=False, reason="its broker forwards DescribeQuorum to the controller it believes leads")
+def test_a_leader_cut_off_by_the_network_does_not_blind_the_collector_polling_through_the_broker(
+        watch_with_nodes, kafka_cluster):
+    """The broker goes on forwarding DescribeQuorum to the cut-off leader until its own request
+    timeout; the collector asks the controllers the last answer named meanwhile, so the new
+    leader is seen once elected and the old one is judged, not left `unknown`."""
+    if tuple(int(x) for x in kafka_cluster.kafka_version.split(".")[:2]) < (3, 9):
+        pytest.skip("DescribeQuorum v2 (its `nodes`, the controllers' endpoints) came in Kafka 3.9")
+    watch = watch_with_nodes
+    mark = settle(watch)
+    old = kafka_cluster.leader()
+    epoch = watch.latest("quorum")["leader_epoch"]
+    cut = PacketFilter(kafka_cluster)
+    t0 = time.time()
+    since_ms = int(t0 * 1000)
+    cut.cut(old)
+    try:
+        row = watch.await_row(mark, lambda r: r["leader_id"] not in (-1, old) and r["leader_epoch"] > epoch,
+                              3 * ANSWERS_AGAIN_WITHIN_S, "a new leader", kind="quorum")
+        print(f"leader {old} cut off: leader {row['leader_id']} of epoch {row['leader_epoch']} seen after "
+              f"{seconds_since(t0, row)} s")
+        assert seconds_since(t0, row) <= ANSWERS_AGAIN_WITHIN_S
+        judged = watch.await_replica(mark, old, S.UNREACHABLE, 3 * VERDICT_WITHIN_S)
+        print(f"  old leader {old}: unreachable after {seconds_since(t0, judged)} s, cause {judged['cause']}")
+        answered = watch.snapshot_times(row["wall_ms"])
+        watch.cluster.wait_for(lambda: len(watch.snapshot_times(row["wall_ms"])) >= len(answered) + 5, 15,
+                               "five more snapshots")  # the cut's steady state, watched for gaps
+        gaps = watch.poll_gaps_ms(row["wall_ms"])
+        print(f"  snapshot gaps once the new leader was seen: max {max(gaps, default=0)} ms over {len(gaps)} polls")
+        assert gaps and max(gaps) <= GAP_LIMIT_MS, gaps
+    finally:
+        cut.heal()
+        cut.close()
+    watch.await_replica(mark, old, S.CAUGHT_UP, RECOVERY_WITHIN_S)
+    settle(watch, 60)
+    quorum = [(r["status"], r["reason"]) for r in watch.quorum_rows(mark)]
+    assert not {s for s, _ in quorum} & PAGING, [q for q in quorum if q[0] in PAGING]
+    election_within_bounds(watch.quorum_rows(mark))
+    for other in (v for v in kafka_cluster.controller_ids() if v != old):
+        assert S.UNREACHABLE not in {r["status"] for r in watch.replica_rows(mark, other)}, other
+    assert not [r for r in watch.replica_rows(mark, old) if r["cause"] == S.DOWN], "a running node shown down"
+    first = watch.snapshot_times(since_ms)
+    print(f"  first snapshot {(first[0] - since_ms) / 1000:.1f} s after the cut")
 
 
 def test_two_followers_stopped_leave_no_majority_and_the_high_watermark_stalls(watch, kafka_cluster):
@@ -266,8 +341,6 @@ def test_adding_and_removing_a_controller_changes_the_voter_set_the_majority_cou
 # own views vouch for the voters. Never a paging status for one node of three, never a healthy
 # voter unreachable.
 
-PAGING = {S.NO_MAJORITY, S.SPLIT_BRAIN, S.UNOBSERVED}  # stalled: judged by how long, below
-GAP_LIMIT_MS = 2 * 1000  # snapshots at most two intervals apart while one node hangs
 DOWN_WITHIN_S = 2.0 + 4  # the unreachable threshold + 4 s
 
 
@@ -319,20 +392,12 @@ def polled_node_faulted(watch, cluster, fault, undo, what: str) -> None:
     settle(watch, 60)
     quorum = [(r["status"], r["reason"]) for r in watch.quorum_rows(mark)]
     assert not {s for s, _ in quorum} & PAGING, [q for q in quorum if q[0] in PAGING]
-    # A leader lost stops commits while the election runs: `leaderless`, then `stalled` until the
-    # new leader's first commit (each held a moment by hysteresis), is the truth then. What pages
-    # is what the alerts read: no leader (leader id -1) for their `for:`, or the high watermark's
-    # age past 2 s for its `for:`; both must end well inside. One follower lost stops nothing.
+    # one follower lost stops nothing; a leader lost stops commits while the election runs
     rows = watch.quorum_rows(mark)
     if role != "leader":
         assert not [r for r in rows if r["status"] in (S.LEADERLESS, S.STALLED_QUORUM)], rows[:3]
     else:
-        no_leader = [r["wall_ms"] for r in rows if r["leader_id"] == -1]
-        span = (no_leader[-1] - no_leader[0]) / 1000 if no_leader else 0
-        assert span < seconds(rule("QuorumLeaderless")["for"]) - 3, ("no leader", span)
-        oldest_hw = max((r["hw_age_ms"] or 0 for r in rows), default=0) / 1000
-        print(f"  no leader for {span:.1f} s, the high watermark at most {oldest_hw:.1f} s old")
-        assert oldest_hw < 2 + seconds(rule("QuorumHighWatermarkStalled")["for"]) - 1, ("hw age", oldest_hw)
+        election_within_bounds(rows)
     for other in (v for v in cluster.voter_ids() if v not in (node, leader)):
         statuses = {r["status"] for r in watch.replica_rows(mark, other)}
         assert S.UNREACHABLE not in statuses, (other, statuses)

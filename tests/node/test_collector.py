@@ -219,3 +219,17 @@ def test_a_hung_node_costs_the_poller_part_of_one_poll_and_is_asked_last_after_i
                for o in outcomes), outcomes
     assert collector.HEDGE_FRACTION * 1000 <= outcomes[0].latency_ms < 1000
     assert all(o.latency_ms < collector.HEDGE_FRACTION * 1000 for o in outcomes[1:]), outcomes
+
+
+def test_through_plaintext_brokers_the_controllers_an_answer_names_are_the_fallback_and_never_when_secured():
+    from quorum.controller_fallback import ControllerFallback, controller_endpoints
+    info = quorum_info(V2_RESULT)
+    assert controller_endpoints(info) == ("c-2:9093",)  # voters only: observer 7 has no controller listener
+    plain = collector.brokers_poller("127.0.0.1:1", 500, {}, want_cluster_id=False)
+    secured = collector.brokers_poller("127.0.0.1:1", 500, {"security_protocol": "SASL_SSL"}, want_cluster_id=False)
+    try:
+        assert isinstance(plain, ControllerFallback) and plain.bootstrap == "127.0.0.1:1"
+        assert isinstance(secured, collector.QuorumPoller)
+    finally:
+        plain.close()
+        secured.close()
