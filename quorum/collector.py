@@ -48,6 +48,7 @@ from typing import Any
 from quorum import events, kafka_client_properties, kafka_failures
 from quorum.describe_tool import DescribeError, QuorumInfo, kafka_error_name, quorum_info
 from quorum.config_file import ConfigFileError
+from quorum.controller_fallback import ControllerFallback, plaintext
 from quorum.http_client_config import NO_CLIENT_CONFIG, load_http_client_config
 from quorum.kafka_node_metrics import NodeMetricsReader, parse_endpoint
 from quorum.poll_interval import check_poll_interval
@@ -543,7 +544,6 @@ def brokers_poller(bootstrap: str, timeout_ms: int, client_config: dict[str, Any
                    want_cluster_id: bool = True):
     """The poller through the brokers; on a PLAINTEXT cluster it also asks the controllers its
     answers name while the brokers give none (quorum.controller_fallback)."""
-    from quorum.controller_fallback import ControllerFallback, plaintext
     brokers = QuorumPoller(bootstrap, timeout_ms=timeout_ms, client_config=client_config,
                            want_cluster_id=want_cluster_id)
     return ControllerFallback(brokers) if plaintext(brokers.client_config) else brokers
@@ -556,6 +556,9 @@ def _path(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    # kafka-python loaded before the events publisher's thread imports it too: two threads
+    # importing its modules at once deadlock
+    import kafka  # noqa: F401
     from quorum.node.publisher import EventPublisher
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # a cluster that is down would make kafka-python log every reconnect, every second; the
