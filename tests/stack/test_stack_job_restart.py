@@ -71,12 +71,12 @@ def test_job_killed_mid_batch_is_restarted_and_nothing_is_lost_repeated_or_paged
     restarts = state_of(run_dir).get("job_restarts", 0)
     started = time.time()
 
-    # 1. a healthy quorum: two kills in the middle of a batch
-    for _ in range(2):
-        batch, killed_at = kill_mid_batch(run_dir)
-        restarts += 1
-        took = await_restart(state, run_dir, restarts, batch, killed_at)
-        print(f"job SIGKILLed in batch {batch}: restarted, batch replayed and pushing again after {took:.1f} s")
+    # 1. a healthy quorum: a kill in the middle of a batch (the one in 2. soon follows it: a
+    # restart shortly after a restart)
+    batch, killed_at = kill_mid_batch(run_dir)
+    restarts += 1
+    took = await_restart(state, run_dir, restarts, batch, killed_at)
+    print(f"job SIGKILLed in batch {batch}: restarted, batch replayed and pushing again after {took:.1f} s")
     quiet_end = time.time()
     assert not [a for a in promql_range(state, 'ALERTS{alertstate="firing"}', started, quiet_end)], \
         "an alert fired while only the job was restarted"
