@@ -466,7 +466,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     path = parser.add_mutually_exclusive_group(required=True)
     path.add_argument("--bootstrap-server", metavar="HOST:PORT",
                       help="brokers of the cluster to watch (comma-separated; list several: a poll that one of "
-                           "them leaves unanswered asks another)")
+                           "them leaves unanswered asks another; on a PLAINTEXT cluster, while the brokers give no "
+                           "answer, the controllers their last answer named are asked as well)")
     path.add_argument("--bootstrap-controller", metavar="HOST:PORT",
                       help="the cluster's controllers instead (KIP-919, as kafka-metadata-quorum takes it): every "
                            "poll asks each of them at once, so no broker is on the path (PLAINTEXT listeners only)")
