@@ -557,9 +557,6 @@ def _path(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    # kafka-python loaded before the events publisher's thread imports it too: two threads
-    # importing its modules at once deadlock
-    import kafka  # noqa: F401
     from quorum.node.publisher import EventPublisher
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # a cluster that is down would make kafka-python log every reconnect, every second; the

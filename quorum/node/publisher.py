@@ -77,6 +77,9 @@ class EventPublisher:
     # --- lifecycle ----------------------------------------------------------------------------------
 
     def start(self) -> "EventPublisher":
+        # kafka-python loaded here, before the thread imports it: two threads importing its
+        # modules at once deadlock (the caller's admin client, say)
+        import kafka  # noqa: F401
         self._thread.start()
         return self
 
