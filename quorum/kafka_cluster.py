@@ -123,7 +123,7 @@ class KafkaCluster:
                              f"{TOPOLOGIES} / {VOTER_SETS}")
         if other_voters and self.voter_set != "static":
             raise ValueError("other voters join through controller.quorum.voters: the voter set is static")
-        if self.dynamic and self._kafka_line() < FIRST_DYNAMIC:
+        if self.dynamic and self.kafka_line() < FIRST_DYNAMIC:
             raise ValueError(f"Kafka {self.kafka_version} has static voter sets only (KIP-853 came in 3.9)")
         self.host = host
         self.other_voters = dict(other_voters or {})
@@ -152,7 +152,8 @@ class KafkaCluster:
     def dynamic(self) -> bool:
         return self.voter_set == "dynamic"
 
-    def _kafka_line(self) -> tuple[int, int]:
+    def kafka_line(self) -> tuple[int, int]:
+        """The Kafka release line, (major, minor), for what a version brought (pre-vote in 4.0, say)."""
         major, minor = self.kafka_version.split(".")[:2]
         return int(major), int(minor)
 
@@ -478,7 +479,7 @@ class KafkaCluster:
     def describe_version(self) -> int:
         """The DescribeQuorum version this Kafka answers: v2 (directory ids, endpoints) came with
         KIP-853 in 3.9; 3.7 closes the connection on it."""
-        return 2 if self._kafka_line() >= FIRST_DYNAMIC else 1
+        return 2 if self.kafka_line() >= FIRST_DYNAMIC else 1
 
     def _controllers_formed(self) -> bool:
         """A controller leads, and every controller of the voter set follows it (other voters

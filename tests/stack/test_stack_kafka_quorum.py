@@ -69,7 +69,7 @@ def test_freezing_the_broker_the_collector_polls_through_pages_nothing(stack):
     frozen, it accepts connections and answers nothing. The collector loses one poll, then asks
     the controllers its last answer named as well, and keeps answering through them until the
     broker answers again. The three controllers are healthy throughout: no voter may turn
-    unreachable and no quorum alert may fire or even go pending."""
+    unreachable and no alert on the quorum or a controller may fire or even go pending."""
     run_dir, state = stack
     cluster = state["kafka_quorum"]["cluster_id"]
     broker, = state["kafka_quorum"]["brokers"]
