@@ -554,7 +554,11 @@ class QuorumTracker:
         if view is None or view["node"] != leader or view["epoch"] != epoch:
             previous = self._view_with_q(view)
             if stamp is None:
-                stamp = t
+                # the quorum time `t` in the leader's clock, where the view's stamps live: its
+                # source's offset as _view_q maps them back (a view started on `t` itself stood
+                # still for as long as that offset, the frozen old leader `stalled` meanwhile)
+                entry = s["clock"]["sources"].get(f"node-{leader}") if via == "node" else None
+                stamp = t + (entry[0] if entry is not None else 0)
             view = s["view"] = {"node": leader, "epoch": epoch, "stamp": stamp, "since": stamp, "via": via,
                                 "offset": stamp - t}
             self._rebase_replicas(previous, self._view_with_q(view))

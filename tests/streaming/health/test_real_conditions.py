@@ -104,6 +104,34 @@ def test_records_of_one_node_arriving_seconds_late_change_no_verdict():
     assert [s for _, _, s in mon.transitions(3)] == [S.UNREACHABLE]
 
 
+def test_a_frozen_leader_is_unreachable_when_the_new_leaders_clock_jumped_ahead():
+    # Found by the nemesis (seed 2026, 30 min): node 3's clock stepped 7 s ahead, then leader 1
+    # froze and node 3 won the election. Its stamps are outliers (ahead of every other clock
+    # by more than any delay explains), so its view moves on the quorum's time; started on a
+    # time in another clock's terms, that view stood still and the frozen old leader showed
+    # `stalled` for 23 s instead of `unreachable`. Node 3's clock starts 3 s behind, so its
+    # offset is not zero, as every node's is after the pipeline was silent a while.
+    script, mon = QuorumScript(), Monitor()
+    script.skew[3] = -3000
+    mon.run(script, 10_000)
+    script.skew[3] = 4000  # stepped 7 s ahead
+    mon.run(script, 3000)
+    script.leader_talks, script.noops = False, False
+    script.mode[1] = "silent"
+    mon.feed(script.run(1500))
+    script.epoch, script.leader = script.epoch + 1, 3
+    script.mode = {1: "silent", 2: "follow"}
+    script.leader_talks = script.noops = True
+    elected = script.t - T0
+    mon.feed([script.state_change(3, "leader", from_state="candidate", leader=3)] + script.run(100))
+    mon.run(script, 10_000)
+    assert mon.quorum()["leader_id"] == 3
+    became = [(t, new) for t, _, new in mon.transitions(1)]
+    assert [new for _, new in became][-1:] == [S.UNREACHABLE], became
+    assert became[-1][0] - elected <= CFG.unreachable_after_ms + 1000, (elected, became)
+    assert mon.replica(2)["status"] == S.CAUGHT_UP
+
+
 def test_a_whole_quorum_read_seconds_behind_changes_no_verdict():
     # The Kafka partition holding this quorum is read 3 s behind the others: its records come
     # late together, and are judged at their own time.
