@@ -118,6 +118,12 @@ def _detection(d: Done, series: Series) -> tuple[float | None, bool]:
     else:
         samples = series.replica_status.get((d.cluster_id, d.nodes[0]), [])
         at = _first(samples, d.start, until, lambda s: s == "unreachable")
+        if d.roles == ("leader",):
+            # With another voter out no successor can win: without a live leader no replica is
+            # judged (the old leader `unknown`, cause `down`) and the quorum's status is the verdict
+            quorum = _first(series.quorum_status.get(d.cluster_id, []), d.start, until,
+                            lambda s: s in PAGING_STATUSES)
+            at = min((x for x in (at, quorum) if x is not None), default=None)
     return (None if at is None else at - d.start), lasted >= UNREACHABLE_AFTER_S + BOUND_S
 
 

@@ -112,3 +112,21 @@ def test_an_election_after_a_leader_fault_is_no_wrong_status_and_a_monitor_fault
     assert model(restart).monitor_disturbed(2070, 2080) and not model(restart).monitor_disturbed(2080, 2090)
     job = Done(Planned(2, "job-kill", "job", 0, 0), None, (), (), 2000, 2000)
     assert model(job).monitor_disturbed(2230, 2240) and not model(job).monitor_disturbed(2245, 2250)
+
+
+def test_a_leader_out_with_no_successor_possible_is_detected_by_the_quorums_status_and_a_follower_is_not():
+    """Leader 1 frozen while follower 2 is frozen (seed 2026, 30 min, #22 and #23): no leader can
+    be elected, so no replica is judged (the old leader `unknown`, cause `down`) and the quorum's
+    `no_majority` is the verdict on the leader too. A follower's fault is detected by its own
+    status only."""
+    follower = fault(0, "freeze", [2], ["follower"], 1000, 1030)
+    leader = fault(1, "freeze", [1], ["leader"], 1014, 1031, target="leader")
+    unknown = {(CLUSTER, r): [(float(t), "unknown") for t in range(1016, 1032)] for r in (1, 3)}
+    unknown[(CLUSTER, 2)] = [(float(t), "unreachable") for t in range(1003, 1016)]
+    paging = Series([], unknown, {}, {CLUSTER: [(float(t), "no_majority") for t in range(1017, 1032)]}, [])
+    latencies = {d.planned.index: latency for d, latency, _ in judge(model(follower, leader), paging, FOR, 1200).detections}
+    assert latencies == {0: 3.0, 1: 3.0}
+    quiet = Series([], unknown, {}, {}, [])
+    assert [latency for _, latency, _ in judge(model(leader), quiet, FOR, 1200).detections] == [None]
+    lone = fault(0, "freeze", [2], ["follower"], 1020, 1040)
+    assert [latency for _, latency, _ in judge(model(lone), paging, FOR, 1200).detections] == [None]
