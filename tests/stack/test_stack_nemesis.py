@@ -1,21 +1,14 @@
 """The nemesis on the shared stack (secured Kafka, the project's quorum, a real Kafka KRaft quorum
 watched by `quorum collect`): a fixed seed's four minutes of overlapping faults, every alert and
 verdict judged against the schedule. No false page, no missed page, and the faults detected.
-Opt-in (QUORUM_NEMESIS=1) while its figures are gathered; longer runs:
-`deploy/run-local nemesis --minutes 30` (docs/reliability.md)."""
+About 5 minutes in all; longer runs: `deploy/run-local nemesis --minutes 30` (docs/reliability.md)."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
-import pytest
-
 from .conftest import ROOT
-
-pytestmark = pytest.mark.skipif(os.environ.get("QUORUM_NEMESIS") != "1",
-                                reason="opt-in: QUORUM_NEMESIS=1 (about 6 minutes)")
 
 SEED = 2026
 MINUTES = 4
