@@ -33,6 +33,13 @@ process of its own (`paced_load.py`), stamped with the wall clock: a live input,
      in the JVM (a batch `groupBy` in `foreachBatch`: each replica's accepted fetches of a tick
      become their first and last record), the first query of a design that would hand the
      health state a row per replica and tick; it prints the rows out per record in.
+  7. `--lifecycle`: the job as the local stack runs it (`streaming run`, deploy/job.local.yaml,
+     in a process of its own, `job_lifecycle.py`) watching 1 quorum from its start: the time to
+     its first verdict at the Pushgateway, its CPU over its first `--lifecycle-early-seconds`
+     against its CPU after `--lifecycle-warm-seconds`, its peak RSS; then watching `--clusters`
+     quorums, its peak RSS; and Spark's source alone into `noop` measured the same way, the floor.
+Then one line per goal (`goals.py`), each figure against Spark's own from the same run:
+  goal NAME: VALUE against FLOOR = RATIO (goal G): holds      (or short, or not measured)
 The last line is the summary ("below N events/s" when even the first step was not sustained;
 detection and memory are then the first step's):
   sustained: N events/s for S s (local[2]), R x the raw read of M events/s in the same run;
@@ -55,6 +62,8 @@ from typing import Callable
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
+from goals import MB, Goal
+from job_lifecycle import Lifecycle, measure_floor, measure_job
 from paced_load import PacedLoad
 from process_usage import PeakMemory, TreeCpu, cpu_seconds, thread_cpu_seconds
 
@@ -234,7 +243,7 @@ def trigger_settings(trigger_ms: int) -> dict:
 
 def idle_goal(trigger_ms: int, clusters: int) -> str:
     """The idle goals, which hold on the job's own trigger: on another, the line says so."""
-    goal = f"goal 1 quorum <= 0.10, {clusters} <= 0.25"
+    goal = f"goal 1 quorum <= 1.5 x the source alone, {clusters} <= 0.40"
     return goal if trigger_ms == DEFAULT_TRIGGER_MS else f"on a {trigger_ms} ms trigger; the {goal} on the job's own"
 
 
@@ -529,6 +538,71 @@ def step_up(bench: Bench, spark, master: str, stage: str = "job") -> Steps:
     return steps
 
 
+def run_lifecycle(args, tmp: Path, broker, pushgateway: Pushgateway) -> dict[str, Lifecycle]:
+    """`--lifecycle`: the job and Spark's source alone, each in a process of its own started
+    while its quorums already publish (as the local stack's nodes do), one at a time."""
+    out: dict[str, Lifecycle] = {}
+    early, warm, measured = args.lifecycle_early_seconds, args.lifecycle_warm_seconds, args.idle_seconds
+    # the floor's memory and first batch are all the goals read of it: warm after at most 3 minutes
+    runs = (("floor", 1, min(warm, 180)), ("job", 1, warm), ("job fleet", args.clusters, min(warm, 180)))
+    for name, clusters, warm_after in runs:
+        topic = broker.create_topic(f"bench-lifecycle-{name.replace(' ', '-')}", args.partitions)
+        workload = idle_workload(args, clusters)
+        load = PacedLoad(workload, max(early, warm_after) + measured + 60, broker.bootstrap, topic)
+        load.await_encoded()
+        while time.time() * 1000 < load.start_ms + 2000:  # a couple of seconds of records first
+            time.sleep(0.05)
+        run_dir = tmp / f"lifecycle-{name.replace(' ', '-')}"
+        print(f"lifecycle: {name}, {clusters} quorum(s), warm after {warm_after:.0f} s", flush=True)
+        if name == "floor":
+            out[name] = measure_floor(run_dir, broker.bootstrap, topic, early, warm_after, measured)
+        else:
+            pushgateway.wipe()
+            health_topic = broker.create_topic(f"bench-lifecycle-health-{name.replace(' ', '-')}", 1)
+            out[name] = measure_job(run_dir, broker.bootstrap, topic, health_topic, pushgateway.url,
+                                    early, warm_after, measured, what=f"the job, {clusters} quorum(s)")
+        got = out[name]
+        print(f"  {got.what}: first output {got.first_output_s if got.first_output_s is not None else float('nan'):.1f} s; "
+              f"CPU {got.early_cpu:.2f} CPU s per s over the first {got.early_s:.0f} s, {got.warm_cpu:.2f} after "
+              f"{got.warm_after_s:.0f} s; peak RSS {got.peak_rss / MB:,.0f} MB", flush=True)
+        load.await_done()
+    return out
+
+
+def idle_workload(args, clusters: int):
+    """An idle workload of `clusters` quorums (NoOps, fetches and metrics, about 13 events/s each)."""
+    from quorum.synthetic import SyntheticConfig
+    return SyntheticConfig(clusters=clusters, voters=args.voters, observers=args.observers, seed=7)
+
+
+def goal_lines(args, decode: Steps | None, job: Step | None, idle: dict[int, IdleCost], source: IdleCost | None,
+               source_fleet: IdleCost | None, lifecycle: dict[str, Lifecycle]) -> list[Goal]:
+    """The issue's goals, each against Spark's own figure from this run."""
+    n = args.clusters
+    on_trigger = "" if args.trigger_ms == DEFAULT_TRIGGER_MS else f" (on a {args.trigger_ms} ms trigger)"
+    floor, job_1, fleet = lifecycle.get("floor"), lifecycle.get("job"), lifecycle.get("job fleet")
+    return [
+        Goal("throughput", job.rate if job else None, decode.highest.rate if decode and decode.highest else None,
+             0.7, "events/s", "source + decode", at_least=True,
+             how_to_measure="--ceiling decode, the job's steps on local[2]"),
+        Goal("idle_1_quorum" + on_trigger, idle[1].cpu if 1 in idle else None, source.cpu if source else None, 1.5,
+             "CPU s per s", "the source alone", how_to_measure="the idle runs with the source floor"),
+        Goal(f"idle_{n}_quorums" + on_trigger, idle[n].cpu if n in idle else None,
+             source_fleet.cpu if source_fleet else None, 0.4, "CPU s per s", "the source alone", on_value=True,
+             how_to_measure="the idle runs with the source floor"),
+        Goal("warm_up", job_1.early_cpu if job_1 else None, job_1.warm_cpu if job_1 else None, 2.0,
+             "CPU s per s", f"itself after {job_1.warm_after_s:.0f} s" if job_1 else "",
+             how_to_measure="--lifecycle"),
+        Goal("first_verdict", job_1.first_output_s if job_1 else None,
+             floor.first_output_s if floor else None, 15.0, "s", "Spark's first batch", on_value=True,
+             how_to_measure="--lifecycle"),
+        Goal("memory_1_quorum", job_1.peak_rss if job_1 else None, floor.peak_rss if floor else None, 800 * MB,
+             "MB", "Spark's source alone", on_value=True, how_to_measure="--lifecycle"),
+        Goal(f"memory_{n}_quorums", fleet.peak_rss if fleet else None, floor.peak_rss if floor else None,
+             1200 * MB, "MB", "Spark's source alone (1 quorum)", on_value=True, how_to_measure="--lifecycle"),
+    ]
+
+
 def drain_stages(spark, broker, args, tmp: Path, raw: float) -> None:
     """The older breakdown: each stage draining a backlog of the same workload."""
     from pyspark.sql import functions as F
@@ -587,6 +661,15 @@ def main() -> None:
     ap.add_argument("--trigger-ms", type=int, default=DEFAULT_TRIGGER_MS,
                     help="the job's trigger and health.tick_ms (default: the job's own); a longer one costs less "
                          "when idle and re-evaluates statuses less often")
+    ap.add_argument("--lifecycle", action="store_true",
+                    help="also the job as the local stack runs it, in a process of its own, from its start: first "
+                         "verdict, CPU early and warm, memory at 1 and --clusters quorums, against Spark's source "
+                         "alone measured the same way (about 30 minutes with the defaults)")
+    ap.add_argument("--lifecycle-only", action="store_true", help="only --lifecycle")
+    ap.add_argument("--lifecycle-early-seconds", type=float, default=120,
+                    help="the job's first seconds whose CPU the warm-up goal compares (default %(default)s)")
+    ap.add_argument("--lifecycle-warm-seconds", type=float, default=600,
+                    help="when the job counts as warm, its CPU then measured for --idle-seconds (default %(default)s)")
     ap.add_argument("--quick", action="store_true", help="30 s steps, 15 s idle runs after 30 s: a smoke run")
     args = ap.parse_args()
     if args.ceiling is not None and "local[2]" not in args.masters:
@@ -596,6 +679,7 @@ def main() -> None:
         args.idle_warmup_seconds = 30
     if args.idle_only:
         args.masters = ["local[2]"]
+    args.lifecycle = args.lifecycle or args.lifecycle_only
 
     from quorum.kafka_broker import KafkaBroker
     from quorum.synthetic import SyntheticConfig, publish
@@ -622,7 +706,9 @@ def main() -> None:
             ceiling: dict[str, Steps] = {}   # per stage, on local[2]
             idle: dict[int, IdleCost] = {}
             floors: dict[str, IdleCost] = {}  # per stage, 1 quorum
-            for master in args.masters:
+            floor_fleet: IdleCost | None = None  # the source alone, `--clusters` quorums
+            lifecycle = run_lifecycle(args, tmp, broker, pushgateway) if args.lifecycle else {}
+            for master in [] if args.lifecycle_only else args.masters:
                 # the job's default state partitions on this master (auto: local[N] takes N)
                 spark = build_spark(master=master, app_name=f"streaming-bench-{master}",
                                     shuffle_partitions=JobConfig().spark.state_partitions(master),
@@ -639,6 +725,10 @@ def main() -> None:
                         print(f"  idle: 1 quorum, {IDLE_STAGES[stage]} into noop takes {floors[stage].cpu:.2f} "
                               f"CPU s per s after {args.idle_warmup_seconds:.0f} s ({floors[stage].compilers:.2f} "
                               f"of it the JVM's compilers)", flush=True)
+                    if "source" in args.idle_floors:  # the baseline at the fleet's size too
+                        floor_fleet = bench.idle_cost(spark, args.clusters, "source")
+                        print(f"  idle: {args.clusters} quorums, the source alone into noop takes "
+                              f"{floor_fleet.cpu:.2f} CPU s per s after {args.idle_warmup_seconds:.0f} s", flush=True)
                 if args.idle_only:
                     spark.stop()
                     continue
@@ -667,7 +757,10 @@ def main() -> None:
         print("idle floor, 1 quorum: " + ", ".join(
             f"{IDLE_STAGES[stage]} {cost.cpu:.2f} CPU s per s (the job {idle[1].cpu / cost.cpu:.1f} x)"
             for stage, cost in floors.items()))
-    if args.idle_only:
+    goals = goal_lines(args, ceiling.get("decode"), two, idle, floors.get("source"), floor_fleet, lifecycle)
+    for goal in goals:
+        print(goal.line())
+    if args.idle_only or args.lifecycle_only:
         return
     shown = two or on_two.first  # detection and memory at the highest sustained step, else the lowest
     detection = f"{shown.detection_s:.1f} s" if shown and shown.detection_s is not None else "n/a"

@@ -56,8 +56,9 @@ def test_the_default_trigger_is_the_jobs_own():
 
 
 def test_the_idle_goals_are_quoted_as_the_default_triggers_on_another():
-    assert idle_goal(DEFAULT_TRIGGER_MS, 200) == "goal 1 quorum <= 0.10, 200 <= 0.25"
-    assert idle_goal(5000, 200) == "on a 5000 ms trigger; the goal 1 quorum <= 0.10, 200 <= 0.25 on the job's own"
+    assert idle_goal(DEFAULT_TRIGGER_MS, 200) == "goal 1 quorum <= 1.5 x the source alone, 200 <= 0.40"
+    assert idle_goal(5000, 200) == ("on a 5000 ms trigger; the goal 1 quorum <= 1.5 x the source alone, 200 <= 0.40 "
+                                    "on the job's own")
 
 
 class Workload:
