@@ -130,7 +130,7 @@ def pushed_status(pushgateway_url: str, job: str) -> str | None:
 
 def measure_job(run_dir: Path, bootstrap: str, topic: str, health_topic: str, pushgateway_url: str,
                 early_s: float, warm_after_s: float, measured_s: float, what: str = "the job") -> Lifecycle:
-    job = f"lifecycle_{run_dir.name}"
+    job = "lifecycle_" + run_dir.name.replace("-", "_")
     config = job_config(run_dir, bootstrap, topic, health_topic, pushgateway_url, job)
     command = [sys.executable, "-m", "streaming.cli", "run", "--config", str(config)]
     return measure(what, command, lambda: pushed_status(pushgateway_url, job), run_dir / "job.log",
