@@ -77,6 +77,7 @@ STOP_TIMEOUT_S = 15
 START_TIMEOUT_S = 60
 JOB_START_TIMEOUT_S = 240  # the first micro-batch includes starting the JVM and the Python workers
 JOB_NAME = "streaming-job"
+NOTIFICATIONS_FILE = "alert-notifications.jsonl"  # every alert Alertmanager notified (the nemesis reads it)
 RESTART_BACKOFF_S = (1.0, 30.0)  # first delay, cap: doubled at each restart in a row
 RESTART_RESET_AFTER_S = 120.0    # a job that ran this long counts as healthy again: next delay 1 s
 THROTTLE_RECORDS_PER_S = "1"     # below the leader's 2 NoOps/s: the stalled voter falls behind
@@ -214,6 +215,7 @@ class Stack:
         write_atomically(self.state_file, json.dumps({"launcher": os.getpid(), "pids": pids, "urls": self.urls,
                                                       "nodes": nodes, "job_restarts": restarts,
                                                       "kafka_quorum": kafka_quorum,
+                                                      "notifications": str(self.run_dir / NOTIFICATIONS_FILE),
                                                       "credentials": str(self.credentials.directory)
                                                       if self.credentials else None}, indent=2).encode())
 
@@ -651,7 +653,8 @@ def _streaming_job_config(stack: Stack, pushgateway: str) -> Path:
 # previous run describe a cluster that is gone: the job would plan offsets the new topic never
 # had, and the Pushgateway would serve the old run's last batch time (QuorumMonitorSilent).
 PER_RUN_STATE = ("kafka", "kafka-quorum", "credentials", "checkpoints", "dead-letters", "nodes", "logs", "pushgateway.data", "prometheus-data",
-                 "alertmanager-data", "job.yaml", "prometheus.yml", "alertmanager.yml", "control.sock")
+                 "alertmanager-data", "job.yaml", "prometheus.yml", "alertmanager.yml", "control.sock",
+                 NOTIFICATIONS_FILE)
 
 
 def _clear_previous_run(run_dir: Path) -> None:
@@ -747,7 +750,8 @@ def up(args: argparse.Namespace) -> int:
         # Prometheus only once the job has pushed: before, the rules would rightly find the
         # monitor absent, and start the stack with a page
         say("[6/6] Alertmanager, Prometheus with the alerting rules")
-        console = AlertConsole("127.0.0.1", free_port(), lambda line: say(f"alert: {line}")).start()
+        console = AlertConsole("127.0.0.1", free_port(), lambda line: say(f"alert: {line}"),
+                               record=run_dir / NOTIFICATIONS_FILE).start()
         start_server("alertmanager", svc.alertmanager_argv(addresses["alertmanager"], run_dir, console.url))
         start_server("prometheus", svc.prometheus_argv(addresses["prometheus"], run_dir, addresses["pushgateway"],
                                                        addresses["alertmanager"]))

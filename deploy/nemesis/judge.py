@@ -1,8 +1,9 @@
 """The monitor's verdicts (Prometheus' series, as an operator's dashboards and Alertmanager get
-them) held against the model: detections and their latency per fault, false pages (an alert
-firing with no fault behind it), missed pages (a fault the model says must page, without the
-page), wrong causes, and seconds of a paging quorum status no fault explains. Pure: the runner
-fetches the series."""
+them, and Alertmanager's notifications, as the operator gets them) held against the model:
+detections and their latency per fault, false pages (an alert firing with no fault behind it, or
+a notification of an alert Prometheus never fired), missed pages (a fault the model says must
+page, without the page, or a page that never reached the operator), wrong causes, and seconds of
+a paging quorum status no fault explains. Pure: the runner fetches the series."""
 from __future__ import annotations
 
 import math
@@ -15,6 +16,11 @@ PAGING_STATUSES = ("no_majority", "leaderless", "stalled", "unobserved")
 EPISODE_GAP_S = 3.0       # firing samples closer than this are one episode
 NODE_FAULTS = ("freeze", "kill", "cutoff", "kafka-freeze", "kafka-kill", "kafka-cutoff")
 LAGGING_AFTER_S = 2.0
+# From an alert's firing to its notification at the latest: Alertmanager's group_interval (1m in
+# alerts/alertmanager.example.yml: an alert joining a group already notified waits for the
+# group's next flush), the local stack's group_wait (2 s), and a margin
+NOTIFY_WITHIN_S = 60 + 2 + 15
+MATCHED_LABELS = ("cluster", "partition", "replica")
 
 
 @dataclass
@@ -25,6 +31,15 @@ class Episode:
     end: float
 
 
+@dataclass(frozen=True)
+class Notification:
+    """One alert of one of Alertmanager's notifications, as the stack's receiver kept it."""
+    received: float
+    status: str            # firing | resolved
+    labels: dict[str, str]
+    starts_at: float       # when Prometheus had it fire (Alertmanager's startsAt)
+
+
 @dataclass
 class Series:
     """What Prometheus held over the run, each as (unix seconds, value) samples of `== 1` series."""
@@ -33,6 +48,8 @@ class Series:
     replica_cause: dict[tuple[str, int], list[tuple[float, str]]]     # (cluster, replica) -> (t, cause)
     quorum_status: dict[str, list[tuple[float, str]]]                 # cluster -> (t, status)
     job_restarts: list[tuple[float, float]]                           # (t, quorum_monitor_job_restarts_total)
+    notifications: list[Notification] | None = None                   # None: none recorded, nothing judged
+    notifications_read: float = math.inf                              # when they were read
 
 
 @dataclass
@@ -77,11 +94,22 @@ def judge(model: Model, series: Series, for_s: dict[str, float], end: float) -> 
             _check_cause(model, series, ep, verdict)
     for alerts, cluster, replica, a, b in model.required_pages(for_s, end):
         names = alerts.split("|")
-        if not [ep for ep in eps if ep.alert in names and ep.labels.get("cluster") == cluster
-                and (replica is None or ep.labels.get("replica") == str(replica)) and ep.start <= b and ep.end >= a]:
-            who = f"voter {replica}" if replica is not None else "a majority"
+        who = f"voter {replica}" if replica is not None else "a majority"
+        paged = [ep for ep in eps if ep.alert in names and ep.labels.get("cluster") == cluster
+                 and (replica is None or ep.labels.get("replica") == str(replica)) and ep.start <= b and ep.end >= a]
+        if not paged:
             verdict.missed_pages.append(f"{alerts} for {who} of {cluster}: out from {a:.0f}, no page by {b:.0f} "
                                         f"(+{b - a:.0f} s)")
+        elif series.notifications is not None and not _notified(series, paged):
+            verdict.missed_pages.append(f"{paged[0].alert} for {who} of {cluster}: firing in Prometheus from "
+                                        f"{paged[0].start:.0f}, no notification from Alertmanager within "
+                                        f"{NOTIFY_WITHIN_S} s")
+    for n in series.notifications or []:
+        if n.status == "firing" and not _episode_of(eps, n):
+            name = n.labels.get("alertname", "?")
+            rest = {k: v for k, v in n.labels.items() if k != "alertname"}
+            verdict.false_pages.append((Episode(name, rest, n.starts_at, n.received),
+                                        "notified by Alertmanager, never firing in Prometheus"))
     for d in model.done:
         verdict.detections.append((d, *_detection(d, series)))
     for cluster, samples in series.quorum_status.items():
@@ -91,6 +119,29 @@ def judge(model: Model, series: Series, for_s: dict[str, float], end: float) -> 
                  and not model.monitor_disturbed(t - GRACE_S, t)}
         verdict.wrong_status_s[cluster] = len(wrong)
     return verdict
+
+
+def _same_alert(labels: dict[str, str], ep: Episode) -> bool:
+    return labels.get("alertname") == ep.alert and all(labels.get(k) == ep.labels.get(k) for k in MATCHED_LABELS)
+
+
+def _episode_of(eps: list[Episode], n: Notification) -> Episode | None:
+    """The firing episode in Prometheus a notification tells of."""
+    return next((ep for ep in eps if _same_alert(n.labels, ep)
+                 and ep.start - EPISODE_GAP_S - 2 <= n.starts_at <= ep.end + EPISODE_GAP_S + 2), None)
+
+
+def _notified(series: Series, paged: list[Episode]) -> bool:
+    """Whether Alertmanager notified one of these episodes, firing or already resolved (an alert
+    joining a group waits for its next flush). True when its window closed after the
+    notifications were read: not judged."""
+    for ep in paged:
+        until = ep.start + NOTIFY_WITHIN_S
+        if until > series.notifications_read:
+            return True
+        if any(_same_alert(n.labels, ep) and ep.start - 2 <= n.received <= until for n in series.notifications):
+            return True
+    return False
 
 
 def _first(samples: list[tuple[float, str]], a: float, b: float, ok) -> float | None:

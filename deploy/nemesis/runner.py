@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import signal
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from .judge import Series, judge, report
+from .judge import NOTIFY_WITHIN_S, Notification, judge, report, Series
 from .model import Done, Model
 from .schedule import INSTANT, KAFKA, MONITOR, PROJECT, QUIET_END_S, Planned, draw
 
@@ -219,6 +220,29 @@ class Nemesis:
         return Series(alerts, replica_status, replica_cause, quorum_status, sorted(restarts))
 
 
+def rfc3339_seconds(text: str | None) -> float:
+    """Alertmanager's `startsAt` (RFC 3339, nanoseconds) as unix seconds; NaN when absent."""
+    from datetime import datetime
+    if not text:
+        return math.nan
+    head, _, fraction = text.rstrip("Z").partition(".")
+    fraction = "".join(c for c in fraction if c.isdigit())
+    whole = datetime.fromisoformat(head + "+00:00").timestamp()
+    return whole + (float("0." + fraction) if fraction else 0.0)
+
+
+def read_notifications(path: Path, since: float) -> list[Notification]:
+    """The alerts Alertmanager notified since `since` (none yet: no file)."""
+    if not path.exists():
+        return []
+    found = []
+    for line in path.read_text().splitlines():
+        n = json.loads(line)
+        if n["received"] >= since:
+            found.append(Notification(n["received"], n["status"], n["labels"], rfc3339_seconds(n.get("startsAt"))))
+    return found
+
+
 def await_calm(stack: StackControl, clusters: list[str]) -> None:
     """Both quorums healthy, every replica caught up and no alert firing, CALM_FOR_S in a row."""
     deadline, calm_since = time.monotonic() + CALM_TIMEOUT_S, None
@@ -299,7 +323,19 @@ def main(argv: list[str] | None = None, run_dir: str | None = None) -> int:
                                      clusters[1]: set(roles["kafka"]["voters"])},
                       {PROJECT_CLUSTER: set(roles["project"]["observers"]),
                        clusters[1]: set(roles["kafka"]["observers"])})
-        verdict = judge(model, nemesis.series(end), rule_seconds(), end)
+        for_s = rule_seconds()
+        # the last page the schedule demands gets Alertmanager's time to notify it
+        last = max((b for *_, b in model.required_pages(for_s, end)), default=end)
+        time.sleep(max(0.0, min(NOTIFY_WITHIN_S, last + NOTIFY_WITHIN_S - time.time())))
+        series = nemesis.series(end)
+        kept = stack.state.get("notifications")  # where the stack's Alertmanager receiver keeps them
+        series.notifications = read_notifications(Path(kept), nemesis.t0) if kept else None
+        series.notifications_read = time.time()
+        if series.notifications is None:
+            say("the stack keeps no record of Alertmanager's notifications: they are not judged")
+        else:
+            say(f"{sum(n.status == 'firing' for n in series.notifications)} firing notifications from Alertmanager")
+        verdict = judge(model, series, for_s, end)
         lines = report(verdict, seed, args.minutes)
         for line in lines:
             print(line, flush=True)

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from deploy.nemesis.judge import Series, judge, report
+from deploy.nemesis.judge import NOTIFY_WITHIN_S, Notification, Series, judge, report
 from deploy.nemesis.model import Done, Model
-from deploy.nemesis.runner import rule_seconds
+from deploy.nemesis.runner import read_notifications, rfc3339_seconds, rule_seconds
 from deploy.nemesis.schedule import MAX_VOTERS_OUT, VOTERS_OUT, Planned, active, draw
 
 CLUSTER = "local-quorum"
@@ -130,3 +130,55 @@ def test_a_leader_out_with_no_successor_possible_is_detected_by_the_quorums_stat
     assert [latency for _, latency, _ in judge(model(leader), quiet, FOR, 1200).detections] == [None]
     lone = fault(0, "freeze", [2], ["follower"], 1020, 1040)
     assert [latency for _, latency, _ in judge(model(lone), paging, FOR, 1200).detections] == [None]
+
+
+def notified(name, received, starts_at, status="firing", **labels) -> Notification:
+    return Notification(float(received), status, {"alertname": name, "cluster": CLUSTER, **labels}, float(starts_at))
+
+
+def test_a_page_must_reach_the_operator_and_a_notification_must_have_fired_in_prometheus():
+    """What Alertmanager notified is judged too: a page that fired in Prometheus and was never
+    notified is missed for the operator; a notification of an alert Prometheus never fired is a
+    false page."""
+    frozen = fault(0, "freeze", [2], ["follower"], 1000, 1060)
+    unreachable = {(CLUSTER, 2): [(float(t), "unreachable") for t in range(1004, 1062)]}
+    fired = alert("QuorumVoterUnreachable", 1015, 1090, replica="2")
+
+    def with_notifications(notifications, read=2000.0) -> Series:
+        got = series([fired], unreachable)
+        got.notifications, got.notifications_read = notifications, read
+        return got
+    good = judge(model(frozen), with_notifications([notified("QuorumVoterUnreachable", 1017, 1015, replica="2"),
+                                                   notified("QuorumVoterUnreachable", 1120, 1015, "resolved",
+                                                            replica="2")]), FOR, 1200)
+    assert (good.false_pages, good.missed_pages) == ([], [])
+    # an alert joining a group already notified waits for the group's next flush
+    late = judge(model(frozen), with_notifications([notified("QuorumVoterUnreachable", 1070, 1015, replica="2")]),
+                 FOR, 1200)
+    assert late.missed_pages == []
+
+    silent = judge(model(frozen), with_notifications([]), FOR, 1200)
+    assert len(silent.missed_pages) == 1 and "no notification from Alertmanager" in silent.missed_pages[0]
+    too_late = notified("QuorumVoterUnreachable", 1015 + NOTIFY_WITHIN_S + 5, 1015, replica="2")
+    assert len(judge(model(frozen), with_notifications([too_late]), FOR, 1200).missed_pages) == 1
+    # read before its window closed: not judged
+    assert judge(model(frozen), with_notifications([], read=1030.0), FOR, 1200).missed_pages == []
+    # not recorded at all (a stack that keeps no record): not judged either
+    assert judge(model(frozen), series([fired], unreachable), FOR, 1200).missed_pages == []
+
+    stray = judge(model(frozen), with_notifications([notified("QuorumVoterUnreachable", 1017, 1015, replica="2"),
+                                                    notified("QuorumNoMajority", 1030, 1029)]), FOR, 1200)
+    assert [(ep.alert, why) for ep, why in stray.false_pages] == [
+        ("QuorumNoMajority", "notified by Alertmanager, never firing in Prometheus")]
+
+
+def test_notifications_are_read_from_the_receivers_record(tmp_path):
+    assert rfc3339_seconds("2026-12-05T07:00:01.250000000Z") == pytest.approx(1796454001.25)
+    assert rfc3339_seconds("2026-12-05T07:00:01Z") == 1796454001.0
+    record = tmp_path / "alert-notifications.jsonl"
+    assert read_notifications(record, 0) == []
+    record.write_text('{"received": 10.0, "status": "firing", "labels": {"alertname": "A"}, '
+                      '"startsAt": "1970-01-01T00:00:09.5Z"}\n'
+                      '{"received": 20.0, "status": "resolved", "labels": {"alertname": "A"}, '
+                      '"startsAt": "1970-01-01T00:00:09.5Z"}\n')
+    assert read_notifications(record, 15) == [Notification(20.0, "resolved", {"alertname": "A"}, 9.5)]
