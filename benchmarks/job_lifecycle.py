@@ -50,13 +50,13 @@ def _tree_cpu(tree: TreeCpu) -> float:
 
 
 def measure(what: str, command: list[str], first_output: Callable[[], str | None], log: Path, early_s: float,
-            warm_after_s: float, measured_s: float, env: dict[str, str] | None = None) -> Lifecycle:
+            warm_after_s: float, measured_s: float) -> Lifecycle:
     """Start `command`, await `first_output()` (what it shows first, or None), and read its CPU
     over [0, early_s] and [warm_after_s, warm_after_s + measured_s] and its peak RSS; then stop
     it as an operator would (SIGTERM)."""
     with log.open("wb") as out:
         start = time.monotonic()
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
     tree = TreeCpu(process.pid)
     peak = PeakMemory(tree, interval_s=0.5)
     peak.start()
