@@ -538,17 +538,18 @@ def step_up(bench: Bench, spark, master: str, stage: str = "job") -> Steps:
     return steps
 
 
-def run_lifecycle(args, tmp: Path, broker, pushgateway: Pushgateway) -> dict[str, Lifecycle]:
+def run_lifecycle(bench: Bench) -> dict[str, Lifecycle]:
     """`--lifecycle`: the job and Spark's source alone, each in a process of its own started
     while its quorums already publish (as the local stack's nodes do), one at a time."""
+    args, tmp, broker, pushgateway = bench.args, bench.tmp, bench.broker, bench.pushgateway
     out: dict[str, Lifecycle] = {}
     early, warm, measured = args.lifecycle_early_seconds, args.lifecycle_warm_seconds, args.idle_seconds
     # the floor's memory and first batch are all the goals read of it: warm after at most 3 minutes
     runs = (("floor", 1, min(warm, 180)), ("job", 1, warm), ("job fleet", args.clusters, min(warm, 180)))
     for name, clusters, warm_after in runs:
         topic = broker.create_topic(f"bench-lifecycle-{name.replace(' ', '-')}", args.partitions)
-        workload = idle_workload(args, clusters)
-        load = PacedLoad(workload, max(early, warm_after) + measured + 60, broker.bootstrap, topic)
+        load = PacedLoad(bench.workload(clusters, None), max(early, warm_after) + measured + 60, broker.bootstrap,
+                         topic)
         load.await_encoded()
         while time.time() * 1000 < load.start_ms + 2000:  # a couple of seconds of records first
             time.sleep(0.05)
@@ -567,12 +568,6 @@ def run_lifecycle(args, tmp: Path, broker, pushgateway: Pushgateway) -> dict[str
               f"{got.warm_after_s:.0f} s; peak RSS {got.peak_rss / MB:,.0f} MB", flush=True)
         load.await_done()
     return out
-
-
-def idle_workload(args, clusters: int):
-    """An idle workload of `clusters` quorums (NoOps, fetches and metrics, about 13 events/s each)."""
-    from quorum.synthetic import SyntheticConfig
-    return SyntheticConfig(clusters=clusters, voters=args.voters, observers=args.observers, seed=7)
 
 
 def goal_lines(args, decode: Steps | None, job: Step | None, idle: dict[int, IdleCost], source: IdleCost | None,
@@ -707,7 +702,7 @@ def main() -> None:
             idle: dict[int, IdleCost] = {}
             floors: dict[str, IdleCost] = {}  # per stage, 1 quorum
             floor_fleet: IdleCost | None = None  # the source alone, `--clusters` quorums
-            lifecycle = run_lifecycle(args, tmp, broker, pushgateway) if args.lifecycle else {}
+            lifecycle = run_lifecycle(bench) if args.lifecycle else {}
             for master in [] if args.lifecycle_only else args.masters:
                 # the job's default state partitions on this master (auto: local[N] takes N)
                 spark = build_spark(master=master, app_name=f"streaming-bench-{master}",

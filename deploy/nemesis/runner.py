@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from .judge import NOTIFY_WITHIN_S, Notification, judge, report, Series
+from .judge import NOTIFY_WITHIN_S, Notification, Series, judge, report
 from .model import Done, Model
 from .schedule import INSTANT, KAFKA, MONITOR, PROJECT, QUIET_END_S, Planned, draw
 
