@@ -44,8 +44,11 @@ class Goal:
             return f"goal {self.name}: not measured ({self.how_to_measure})"
         sign = ">=" if self.at_least else "<="
         bound = f"{sign} {_figure(self.bound, self.unit)}" if self.on_value else f"{sign} {self.bound:g}"
-        floor = f"{self.floor_name} {_figure(self.floor, self.unit)}".strip()
-        return (f"goal {self.name}: {_figure(self.value, self.unit)} against {floor} = {self.ratio:.2f} "
+        if self.ratio is None:  # a goal on the value, its floor not measured in this run
+            against = f"{self.floor_name} not measured".strip()
+        else:
+            against = f"{self.floor_name} {_figure(self.floor, self.unit)}".strip() + f" = {self.ratio:.2f}"
+        return (f"goal {self.name}: {_figure(self.value, self.unit)} against {against} "
                 f"(goal {bound}): {'holds' if self.holds else 'short'}")
 
 

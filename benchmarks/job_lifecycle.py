@@ -42,7 +42,10 @@ class Lifecycle:
     warm_cpu: float               # CPU s per s over `measured_s` from `warm_after_s`
     warm_after_s: float
     measured_s: float
-    peak_rss: int                 # bytes, the process and all it started, at the most
+    peak_memory: int              # bytes, the process and all it started, at the most: proportional
+                                  # set sizes summed (a page several of them share counts once)
+    peak_parts: str = ""          # where that went: the JVM, the job's Python, its Python workers
+    peak_rss_sum: int = 0         # their resident sizes summed (shared pages once per process)
 
 
 def _tree_cpu(tree: TreeCpu) -> float:
@@ -81,10 +84,11 @@ def measure(what: str, command: list[str], first_output: Callable[[], str | None
         wait_until(t0 + measured_s)
         warm = (_tree_cpu(tree) - cpu0) / (time.monotonic() - t0)
     finally:
-        rss = peak.finish().total
+        peak.finish()
         _stop(process)
     first_s, shown = first[0] if first else (None, "")
-    return Lifecycle(what, first_s, shown, early, early_s, warm, warm_after_s, measured_s, rss)
+    return Lifecycle(what, first_s, shown, early, early_s, warm, warm_after_s, measured_s, peak.pss_total,
+                     peak.breakdown(), peak.total)
 
 
 def _stop(process: subprocess.Popen) -> None:
@@ -97,11 +101,14 @@ def _stop(process: subprocess.Popen) -> None:
             process.wait()
 
 
-def job_config(run_dir: Path, bootstrap: str, topic: str, health_topic: str, pushgateway_url: str, job: str) -> Path:
-    """deploy/job.local.yaml with this run's addresses, as `deploy/run-local` writes it."""
+def job_config(run_dir: Path, bootstrap: str, topic: str, health_topic: str, pushgateway_url: str, job: str,
+               spark_conf: dict[str, str] | None = None) -> Path:
+    """deploy/job.local.yaml with this run's addresses, as `deploy/run-local` writes it, and
+    `spark_conf` added to its Spark settings."""
     import yaml
     config = yaml.safe_load((ROOT / "deploy" / "job.local.yaml").read_text())
     config["spark"]["master"] = "local[*]"
+    config["spark"]["conf"] = {**(config["spark"].get("conf") or {}), **(spark_conf or {})}
     config["source"].update(bootstrap_servers=bootstrap, topic=topic, starting_offsets="earliest")
     config["job"]["checkpoint_location"] = str(run_dir / "checkpoints")
     config["dead_letters"]["path"] = str(run_dir / "dead-letters")
@@ -129,20 +136,22 @@ def pushed_status(pushgateway_url: str, job: str) -> str | None:
 
 
 def measure_job(run_dir: Path, bootstrap: str, topic: str, health_topic: str, pushgateway_url: str,
-                early_s: float, warm_after_s: float, measured_s: float, what: str = "the job") -> Lifecycle:
+                early_s: float, warm_after_s: float, measured_s: float, what: str = "the job",
+                spark_conf: dict[str, str] | None = None) -> Lifecycle:
     job = "lifecycle_" + run_dir.name.replace("-", "_")
-    config = job_config(run_dir, bootstrap, topic, health_topic, pushgateway_url, job)
+    config = job_config(run_dir, bootstrap, topic, health_topic, pushgateway_url, job, spark_conf)
     command = [sys.executable, "-m", "streaming.cli", "run", "--config", str(config)]
     return measure(what, command, lambda: pushed_status(pushgateway_url, job), run_dir / "job.log",
                    early_s, warm_after_s, measured_s)
 
 
 def measure_floor(run_dir: Path, bootstrap: str, topic: str, early_s: float, warm_after_s: float,
-                  measured_s: float) -> Lifecycle:
+                  measured_s: float, spark_conf: dict[str, str] | None = None) -> Lifecycle:
     run_dir.mkdir(parents=True, exist_ok=True)
     log = run_dir / "floor.log"
     command = [sys.executable, str(Path(__file__).resolve()), "floor", "--bootstrap", bootstrap, "--topic", topic,
                "--checkpoint", str(run_dir / "checkpoint")]
+    command += [f"--spark-conf={key}={value}" for key, value in (spark_conf or {}).items()]
 
     def first_batch() -> str | None:
         try:
@@ -152,7 +161,7 @@ def measure_floor(run_dir: Path, bootstrap: str, topic: str, early_s: float, war
     return measure("Spark's source alone", command, first_batch, log, early_s, warm_after_s, measured_s)
 
 
-def run_floor(bootstrap: str, topic: str, checkpoint: str) -> None:
+def run_floor(bootstrap: str, topic: str, checkpoint: str, spark_conf: dict[str, str]) -> None:
     """The floor process: Spark's session as the job builds it, the job's source into `noop` on
     the job's trigger, until SIGTERM."""
     sys.path.insert(0, str(ROOT))
@@ -161,7 +170,7 @@ def run_floor(bootstrap: str, topic: str, checkpoint: str) -> None:
     from streaming.progress_listener import ProgressListener
     from streaming.source import open_stream
     from streaming.spark_session import use_local_checkpoint_manager
-    cfg = JobConfig.from_dict({"spark": {"master": "local[*]"},
+    cfg = JobConfig.from_dict({"spark": {"master": "local[*]", "conf": spark_conf},
                                "source": {"bootstrap_servers": bootstrap, "topic": topic,
                                           "starting_offsets": "earliest"}})
     spark = session_for(cfg)
@@ -195,9 +204,11 @@ def main() -> None:
     floor.add_argument("--bootstrap", required=True)
     floor.add_argument("--topic", required=True)
     floor.add_argument("--checkpoint", required=True)
+    floor.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                       help="a Spark setting more, as the job's spark.conf takes it")
     args = ap.parse_args()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    run_floor(args.bootstrap, args.topic, args.checkpoint)
+    run_floor(args.bootstrap, args.topic, args.checkpoint, dict(a.split("=", 1) for a in args.spark_conf))
 
 
 if __name__ == "__main__":

@@ -38,6 +38,19 @@ def rss_and_command(pid: int) -> tuple[int, str]:
         return 0, ""
 
 
+def proportional_bytes(pid: int) -> int:
+    """The process's proportional set size: its resident pages, each shared one divided among the
+    processes that share it; 0 once the process is gone."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
 def _stat_cpu_seconds(stat_path: str, reaped_children: bool = False) -> float:
     """User + system CPU seconds in a /proc `stat` file (a process's or a thread's); 0 once it
     is gone. With `reaped_children`, also those of its children that have ended and been waited
@@ -108,26 +121,51 @@ class TreeCpu:
 
 class PeakMemory(threading.Thread):
     """Sampled every `interval_s`: the peak RSS of the largest Python worker, of the JVM, and of all
-    of `tree`'s processes together (a `TreeCpu`'s processes, or this process's descendants)."""
+    of `tree`'s processes together (a `TreeCpu`'s processes, or this process's descendants); and
+    the peak of their proportional set sizes summed (`pss_total`: a page shared by several of
+    them, as a forked Python worker shares its daemon's, counts once), with where that went
+    (`breakdown`)."""
 
     def __init__(self, tree: TreeCpu | None = None, interval_s: float = 0.2):
         super().__init__(daemon=True)
         self.tree, self.interval_s = tree, interval_s
-        self.python_worker = self.jvm = self.total = 0
+        self.python_worker = self.jvm = self.total = self.pss_total = 0
+        self.at_peak: dict[str, int] = {}
         self.stop = threading.Event()
 
     def run(self) -> None:
         while not self.stop.wait(self.interval_s):
             pids = self.tree.pids() if self.tree else descendants(os.getpid())
-            total = 0
+            total, parts = 0, {"jvm": 0, "python": 0, "workers": 0, "worker_count": 0, "other": 0}
             for pid in pids:
                 rss, cmd = rss_and_command(pid)
                 total += rss
+                pss = proportional_bytes(pid)
                 if "java" in cmd.split(" ")[0]:
                     self.jvm = max(self.jvm, rss)
-                elif pid != os.getpid() and ("pyspark" in cmd or "python" in cmd.split(" ")[0]):
+                    parts["jvm"] += pss
+                elif pid != os.getpid() and "pyspark" in cmd:
                     self.python_worker = max(self.python_worker, rss)
+                    parts["workers"] += pss
+                    parts["worker_count"] += 1
+                elif pid != os.getpid() and "python" in cmd.split(" ")[0]:
+                    self.python_worker = max(self.python_worker, rss)
+                    parts["python"] += pss
+                else:
+                    parts["other"] += pss
             self.total = max(self.total, total)
+            pss_total = parts["jvm"] + parts["python"] + parts["workers"] + parts["other"]
+            if pss_total > self.pss_total:
+                self.pss_total, self.at_peak = pss_total, parts
+
+    def breakdown(self) -> str:
+        """Where `pss_total` went, in MB: `JVM 700 + Python 90 + 3 Python workers 260`."""
+        p, mb = self.at_peak, 1000 * 1000
+        if not p:
+            return "not measured"
+        text = f"JVM {p['jvm'] / mb:,.0f} + Python {p['python'] / mb:,.0f} + {p['worker_count']} Python workers " \
+               f"{p['workers'] / mb:,.0f}"
+        return text + (f" + other {p['other'] / mb:,.0f}" if p["other"] else "")
 
     def finish(self) -> "PeakMemory":
         self.stop.set()

@@ -538,15 +538,19 @@ def step_up(bench: Bench, spark, master: str, stage: str = "job") -> Steps:
     return steps
 
 
+LIFECYCLE_RUNS = ("floor", "job", "fleet")  # Spark's source alone; the job at 1 quorum, at --clusters
+
+
 def run_lifecycle(bench: Bench) -> dict[str, Lifecycle]:
     """`--lifecycle`: the job and Spark's source alone, each in a process of its own started
     while its quorums already publish (as the local stack's nodes do), one at a time."""
     args, tmp, broker, pushgateway = bench.args, bench.tmp, bench.broker, bench.pushgateway
     out: dict[str, Lifecycle] = {}
     early, warm, measured = args.lifecycle_early_seconds, args.lifecycle_warm_seconds, args.idle_seconds
+    conf = dict(a.split("=", 1) for a in args.spark_conf)
     # the floor's memory and first batch are all the goals read of it: warm after at most 3 minutes
     runs = (("floor", 1, min(warm, 180)), ("job", 1, warm), ("job fleet", args.clusters, min(warm, 180)))
-    for name, clusters, warm_after in runs:
+    for name, clusters, warm_after in [run for run in runs if run[0].split()[-1] in args.lifecycle_runs]:
         topic = broker.create_topic(f"bench-lifecycle-{name.replace(' ', '-')}", args.partitions)
         load = PacedLoad(bench.workload(clusters, None), max(early, warm_after) + measured + 60, broker.bootstrap,
                          topic)
@@ -556,16 +560,18 @@ def run_lifecycle(bench: Bench) -> dict[str, Lifecycle]:
         run_dir = tmp / f"lifecycle-{name.replace(' ', '-')}"
         print(f"lifecycle: {name}, {clusters} quorum(s), warm after {warm_after:.0f} s", flush=True)
         if name == "floor":
-            out[name] = measure_floor(run_dir, broker.bootstrap, topic, early, warm_after, measured)
+            out[name] = measure_floor(run_dir, broker.bootstrap, topic, early, warm_after, measured, conf)
         else:
             pushgateway.wipe()
             health_topic = broker.create_topic(f"bench-lifecycle-health-{name.replace(' ', '-')}", 1)
             out[name] = measure_job(run_dir, broker.bootstrap, topic, health_topic, pushgateway.url,
-                                    early, warm_after, measured, what=f"the job, {clusters} quorum(s)")
+                                    early, warm_after, measured, what=f"the job, {clusters} quorum(s)",
+                                    spark_conf=conf)
         got = out[name]
         print(f"  {got.what}: first output {got.first_output_s if got.first_output_s is not None else float('nan'):.1f} s; "
               f"CPU {got.early_cpu:.2f} CPU s per s over the first {got.early_s:.0f} s, {got.warm_cpu:.2f} after "
-              f"{got.warm_after_s:.0f} s; peak RSS {got.peak_rss / MB:,.0f} MB", flush=True)
+              f"{got.warm_after_s:.0f} s; memory {got.peak_memory / MB:,.0f} MB ({got.peak_parts}; "
+              f"RSS summed {got.peak_rss_sum / MB:,.0f} MB)", flush=True)
         load.await_done()
     return out
 
@@ -591,9 +597,9 @@ def goal_lines(args, decode: Steps | None, job: Step | None, idle: dict[int, Idl
         Goal("first_verdict", job_1.first_output_s if job_1 else None,
              floor.first_output_s if floor else None, 15.0, "s", "Spark's first batch", on_value=True,
              how_to_measure="--lifecycle"),
-        Goal("memory_1_quorum", job_1.peak_rss if job_1 else None, floor.peak_rss if floor else None, 800 * MB,
+        Goal("memory_1_quorum", job_1.peak_memory if job_1 else None, floor.peak_memory if floor else None, 800 * MB,
              "MB", "Spark's source alone", on_value=True, how_to_measure="--lifecycle"),
-        Goal(f"memory_{n}_quorums", fleet.peak_rss if fleet else None, floor.peak_rss if floor else None,
+        Goal(f"memory_{n}_quorums", fleet.peak_memory if fleet else None, floor.peak_memory if floor else None,
              1200 * MB, "MB", "Spark's source alone (1 quorum)", on_value=True, how_to_measure="--lifecycle"),
     ]
 
@@ -665,6 +671,8 @@ def main() -> None:
                     help="the job's first seconds whose CPU the warm-up goal compares (default %(default)s)")
     ap.add_argument("--lifecycle-warm-seconds", type=float, default=600,
                     help="when the job counts as warm, its CPU then measured for --idle-seconds (default %(default)s)")
+    ap.add_argument("--lifecycle-runs", nargs="+", choices=LIFECYCLE_RUNS, default=list(LIFECYCLE_RUNS),
+                    help="which of the lifecycle runs (default: all; the goals need all three)")
     ap.add_argument("--quick", action="store_true", help="30 s steps, 15 s idle runs after 30 s: a smoke run")
     args = ap.parse_args()
     if args.ceiling is not None and "local[2]" not in args.masters:

@@ -32,3 +32,9 @@ def test_a_goal_on_the_figure_itself_is_judged_on_it_with_the_ratio_beside_it():
 def test_a_goal_not_measured_says_what_measures_it():
     assert Goal("warm_up", None, None, 2.0, how_to_measure="--lifecycle").line() == \
         "goal warm_up: not measured (--lifecycle)"
+
+
+def test_a_goal_on_the_figure_itself_is_judged_without_its_floor():
+    memory = Goal("memory_1_quorum", 700 * MB, None, 800 * MB, "MB", "Spark's source alone", on_value=True)
+    assert memory.line() == ("goal memory_1_quorum: 700 MB against Spark's source alone not measured "
+                             "(goal <= 800 MB): holds")
