@@ -36,8 +36,10 @@ process of its own (`paced_load.py`), stamped with the wall clock: a live input,
   7. `--lifecycle`: the job as the local stack runs it (`streaming run`, deploy/job.local.yaml,
      in a process of its own, `job_lifecycle.py`) watching 1 quorum from its start: the time to
      its first verdict at the Pushgateway, its CPU over its first `--lifecycle-early-seconds`
-     against its CPU after `--lifecycle-warm-seconds`, its peak RSS; then watching `--clusters`
-     quorums, its peak RSS; and Spark's source alone into `noop` measured the same way, the floor.
+     against its CPU after `--lifecycle-warm-seconds`, its peak memory (proportional set sizes
+     summed, and where they went); then watching `--clusters` quorums, its peak memory; and
+     Spark's source alone into `noop` measured the same way, the floor. `--lifecycle-runs` picks
+     some of the three; `--spark-conf` reaches the job's and the floor's sessions.
 Then one line per goal (`goals.py`), each figure against Spark's own from the same run:
   goal NAME: VALUE against FLOOR = RATIO (goal G): holds      (or short, or not measured)
 The last line is the summary ("below N events/s" when even the first step was not sustained;
