@@ -61,7 +61,7 @@ def measure(what: str, command: list[str], first_output: Callable[[], str | None
         start = time.monotonic()
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
     tree = TreeCpu(process.pid)
-    peak = PeakMemory(tree, interval_s=0.5)
+    peak = PeakMemory(tree, interval_s=0.5, proportional=True)
     peak.start()
     first: list = []  # (seconds, what) once shown
 

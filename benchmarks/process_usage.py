@@ -121,14 +121,14 @@ class TreeCpu:
 
 class PeakMemory(threading.Thread):
     """Sampled every `interval_s`: the peak RSS of the largest Python worker, of the JVM, and of all
-    of `tree`'s processes together (a `TreeCpu`'s processes, or this process's descendants); and
-    the peak of their proportional set sizes summed (`pss_total`: a page shared by several of
-    them, as a forked Python worker shares its daemon's, counts once), with where that went
-    (`breakdown`)."""
+    of `tree`'s processes together (a `TreeCpu`'s processes, or this process's descendants); and,
+    `proportional`, the peak of their proportional set sizes summed (`pss_total`: a page shared by
+    several of them, as a forked Python worker shares its daemon's, counts once), with where that
+    went (`breakdown`). Those read each process's page tables: only the runs that report them ask."""
 
-    def __init__(self, tree: TreeCpu | None = None, interval_s: float = 0.2):
+    def __init__(self, tree: TreeCpu | None = None, interval_s: float = 0.2, proportional: bool = False):
         super().__init__(daemon=True)
-        self.tree, self.interval_s = tree, interval_s
+        self.tree, self.interval_s, self.proportional = tree, interval_s, proportional
         self.python_worker = self.jvm = self.total = self.pss_total = 0
         self.at_peak: dict[str, int] = {}
         self.stop = threading.Event()
@@ -140,7 +140,7 @@ class PeakMemory(threading.Thread):
             for pid in pids:
                 rss, cmd = rss_and_command(pid)
                 total += rss
-                pss = proportional_bytes(pid)
+                pss = proportional_bytes(pid) if self.proportional else 0
                 if "java" in cmd.split(" ")[0]:
                     self.jvm = max(self.jvm, rss)
                     parts["jvm"] += pss
