@@ -549,7 +549,7 @@ def run_lifecycle(bench: Bench) -> dict[str, Lifecycle]:
     args, tmp, broker, pushgateway = bench.args, bench.tmp, bench.broker, bench.pushgateway
     out: dict[str, Lifecycle] = {}
     early, warm, measured = args.lifecycle_early_seconds, args.lifecycle_warm_seconds, args.idle_seconds
-    conf = dict(a.split("=", 1) for a in args.spark_conf)
+    conf = args.spark_settings
     # the floor's memory and first batch are all the goals read of it: warm after at most 3 minutes
     runs = (("floor", 1, min(warm, 180)), ("job", 1, warm), ("job fleet", args.clusters, min(warm, 180)))
     for name, clusters, warm_after in [run for run in runs if run[0].split()[-1] in args.lifecycle_runs]:
@@ -677,6 +677,7 @@ def main() -> None:
                     help="which of the lifecycle runs (default: all; the goals need all three)")
     ap.add_argument("--quick", action="store_true", help="30 s steps, 15 s idle runs after 30 s: a smoke run")
     args = ap.parse_args()
+    args.spark_settings = dict(a.split("=", 1) for a in args.spark_conf)  # --spark-conf, for every session
     if args.ceiling is not None and "local[2]" not in args.masters:
         ap.error("--ceiling measures on local[2]: add it to --masters")
     if args.quick:
@@ -717,7 +718,7 @@ def main() -> None:
                 # the job's default state partitions on this master (auto: local[N] takes N)
                 spark = build_spark(master=master, app_name=f"streaming-bench-{master}",
                                     shuffle_partitions=JobConfig().spark.state_partitions(master),
-                                    extra_conf=spark_conf(dict(a.split("=", 1) for a in args.spark_conf)))
+                                    extra_conf=spark_conf(args.spark_settings))
                 spark.sparkContext.setLogLevel("ERROR")
                 if master == "local[2]":  # first, on a fresh JVM
                     for clusters in (1, args.clusters):
