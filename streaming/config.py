@@ -30,9 +30,9 @@ class SparkConfig:
     app_name: str = "quorum-health"
     # State store partitions, the most cores the health stage can use: Spark freezes the number
     # into a new checkpoint. Every partition costs each micro-batch a task, idle or not, so
-    # `auto` takes no more than can run at once in local mode (local[N]: N, local[*]: the
-    # machine's cores, at most 8) and 8 on a cluster, room to grow (each partition past the cores
-    # cost a batch 25-30 ms on local[2]; docs/deployment.md).
+    # `auto` takes no more than the fleet needs in local mode (one per QUORUMS_PER_STATE_PARTITION
+    # quorums the topic shows at the first start, at most local[N]'s N or the machine's cores, at
+    # most 8) and 8 on a cluster, room to grow (docs/deployment.md).
     shuffle_partitions: int | str = "auto"
     conf: dict = field(default_factory=dict)  # any other spark.* setting, verbatim
 
@@ -43,28 +43,50 @@ class SparkConfig:
                                                   or self.shuffle_partitions < 1):
             raise ConfigError(f"shuffle_partitions: must be >= 1 or auto (got {self.shuffle_partitions!r})")
 
-    def state_partitions(self, master: str) -> int:
-        """The number of state partitions for a new checkpoint on `master`."""
+    def quorums_to_count(self, master: str) -> int:
+        """How many quorums a new checkpoint's `auto` wants counted on `master` (more would not
+        change it); 0 when the fleet does not matter (a number is set, a cluster, one core)."""
+        cores = local_cores(master)
+        if self.shuffle_partitions != "auto" or cores is None or cores == 1:
+            return 0
+        return (cores - 1) * QUORUMS_PER_STATE_PARTITION + 1
+
+    def state_partitions(self, master: str, fleet: int | None = None) -> int:
+        """The number of state partitions for a new checkpoint on `master`, with `fleet` quorums
+        in the events topic (None: not known)."""
         if self.shuffle_partitions != "auto":
             return int(self.shuffle_partitions)
-        return auto_state_partitions(master)
+        cores = auto_state_partitions(master)
+        if fleet is None or local_cores(master) is None:
+            return cores
+        return max(1, min(cores, -(-fleet // QUORUMS_PER_STATE_PARTITION)))
 
 
 CLUSTER_STATE_PARTITIONS = 8
+# One state partition keeps up with this many quorums many times over: on local[2] the job with
+# one sustains what it does with two (docs/performance.md), some 1,000 quorums' records a second.
+QUORUMS_PER_STATE_PARTITION = 200
 
 
-def auto_state_partitions(master: str) -> int:
-    """local[N] (and local[N,F]): N; local and local[*]: this machine's cores; at most 8. A
-    cluster: 8, so that executors added later still get a share of the health stage."""
+def local_cores(master: str) -> int | None:
+    """The task slots of a local master (local: 1, local[N] and local[N,F]: N, local[*]: this
+    machine's cores, at most 8); None for a cluster."""
     import os
     import re
     if master == "local":
         return 1
     m = re.fullmatch(r"local\[(\d+|\*)(?:,\d+)?\]", master)
     if m is None:
-        return CLUSTER_STATE_PARTITIONS
+        return None
     cores = (os.cpu_count() or 1) if m.group(1) == "*" else int(m.group(1))
     return max(1, min(cores, CLUSTER_STATE_PARTITIONS))
+
+
+def auto_state_partitions(master: str) -> int:
+    """The most state partitions `auto` takes: a local master's task slots (`local_cores`); a
+    cluster: 8, so that executors added later still get a share of the health stage."""
+    cores = local_cores(master)
+    return CLUSTER_STATE_PARTITIONS if cores is None else cores
 
 
 # Client settings Spark's Kafka connector refuses: it manages offsets and deserialisation itself.

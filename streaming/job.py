@@ -20,8 +20,9 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from streaming.config import DEFAULT_DEAD_LETTER_TRIGGER_MS, JobConfig
+from streaming.config import DEFAULT_DEAD_LETTER_TRIGGER_MS, QUORUMS_PER_STATE_PARTITION, JobConfig
 from streaming.decode import TIME_MS, route_records
+from streaming.fleet_size import RECENT_MS, is_new_local_checkpoint, recent_quorums
 from streaming.health import build_health_stream
 from streaming.job_logging import BATCH_LOGGER, batch_line, spark_conf
 from streaming.progress_listener import ProgressListener
@@ -45,7 +46,24 @@ def session_for(cfg: JobConfig) -> SparkSession:
     master = submitted_master() or cfg.spark.master
     conf = spark_conf({str(k): str(v) for k, v in cfg.spark.conf.items()})
     return build_spark(master=master, app_name=cfg.spark.app_name,
-                       shuffle_partitions=cfg.spark.state_partitions(master), extra_conf=conf)
+                       shuffle_partitions=new_checkpoint_partitions(cfg, master), extra_conf=conf)
+
+
+def new_checkpoint_partitions(cfg: JobConfig, master: str) -> int:
+    """The state partitions the config gives a new checkpoint on `master`: with `auto` in local
+    mode, as many as the quorums in the events topic need (`streaming.fleet_size`). A checkpoint
+    that has batches keeps its own number whatever this says (`check_state_partitions`)."""
+    wanted = cfg.spark.quorums_to_count(master)
+    if not wanted or not is_new_local_checkpoint(str(Path(cfg.job.checkpoint_location) / "health")):
+        return cfg.spark.state_partitions(master)
+    fleet = recent_quorums(cfg.source, wanted)
+    partitions = cfg.spark.state_partitions(master, fleet)
+    if fleet is not None:
+        log.info("the events topic %s has records of %s quorum(s) in its last %.0f s: %d state partition(s) for the "
+                 "new checkpoint (spark.shuffle_partitions auto on %s: one per %d quorums, at most %d)",
+                 cfg.source.topic, f"{fleet}+" if fleet == wanted else fleet, RECENT_MS / 1000, partitions, master,
+                 QUORUMS_PER_STATE_PARTITION, cfg.spark.state_partitions(master))
+    return partitions
 
 
 # Records of one Kafka partition that one read task takes in a micro-batch at most: a busy

@@ -128,3 +128,19 @@ def test_auto_state_partitions_are_the_local_cores_or_room_to_grow_on_a_cluster(
 def test_a_state_partition_count_given_is_kept_on_any_master():
     cfg = JobConfig.from_dict({"spark": {"shuffle_partitions": 16}})
     assert cfg.spark.state_partitions("local[2]") == cfg.spark.state_partitions("yarn") == 16
+
+
+@pytest.mark.parametrize("master, fleet, partitions", [
+    ("local[2]", 0, 1), ("local[2]", 1, 1), ("local[2]", 200, 1), ("local[2]", 201, 2), ("local[2]", 5000, 2),
+    ("local[8]", 450, 3), ("local[2]", None, 2), ("spark://master:7077", 1, 8)])
+def test_auto_gives_a_new_local_checkpoint_one_state_partition_per_200_quorums(master, fleet, partitions):
+    # each partition is a task in every batch; one keeps up with a few hundred quorums
+    assert JobConfig().spark.state_partitions(master, fleet) == partitions
+
+
+def test_only_auto_on_several_local_cores_asks_for_the_fleet():
+    assert JobConfig().spark.quorums_to_count("local[2]") == 201  # more would not change the answer
+    assert JobConfig().spark.quorums_to_count("local[8]") == 1401
+    assert JobConfig().spark.quorums_to_count("local[1]") == 0
+    assert JobConfig().spark.quorums_to_count("yarn") == 0
+    assert JobConfig.from_dict({"spark": {"shuffle_partitions": 4}}).spark.quorums_to_count("local[2]") == 0
