@@ -4,6 +4,7 @@ the other), both configured with the properties file Kafka's tools take."""
 from __future__ import annotations
 
 import json
+import logging
 import time
 import uuid
 
@@ -14,7 +15,8 @@ from prometheus_tools import wait_for
 from quorum import kafka_client_properties
 from quorum.synthetic import Fault, SyntheticConfig, publish
 from streaming.config import JobConfig
-from streaming.job import start_job
+from streaming.fleet_size import recent_quorums
+from streaming.job import new_checkpoint_partitions, start_job
 
 from .conftest import EVENTS, HEALTH, assert_no_secret
 
@@ -60,6 +62,10 @@ def test_the_job_reads_and_writes_a_secured_kafka_under_its_own_principal(spark,
                            "command_config": str(files["job"])}},
     })
     cfg.check_files()
+    caplog.set_level(logging.INFO, "streaming.job")
+    # the new checkpoint's state partitions, from the quorums counted under the job's principal
+    assert new_checkpoint_partitions(cfg, "local[2]") == 1
+    assert f"the events topic {events_topic} has records of 1 quorum(s)" in caplog.text
     job = start_job(spark, cfg)
     try:
         def stalled():
@@ -73,7 +79,7 @@ def test_the_job_reads_and_writes_a_secured_kafka_under_its_own_principal(spark,
     assert_no_secret(kafka, caplog.text, json.dumps(cfg.shown()))
 
 
-def test_a_source_principal_without_read_fails_the_query_saying_which_acl_it_needs(spark, kafka, files, tmp_path):
+def test_a_source_principal_without_read_fails_the_query_saying_which_acl_it_needs(spark, kafka, files, tmp_path, caplog):
     from streaming.source import refusal
     events_topic = f"{EVENTS}-denied-{uuid.uuid4().hex[:6]}"
     kafka.create_topic(events_topic, 1)
@@ -84,6 +90,9 @@ def test_a_source_principal_without_read_fails_the_query_saying_which_acl_it_nee
         "health": {"tick_ms": 500},
         "sink": {"prometheus": {"mode": "off"}},
     })
+    # counting the fleet is refused too: `auto` keeps the cores, and the log says why
+    assert recent_quorums(cfg.source, 10, budget_s=5) is None
+    assert "TOPIC_AUTHORIZATION_FAILED" in caplog.text
     job = start_job(spark, cfg)
     try:
         wait_for(lambda: not job.health_query.isActive, 120, "the query to fail")
@@ -92,4 +101,4 @@ def test_a_source_principal_without_read_fails_the_query_saying_which_acl_it_nee
         job.stop()
     assert refusal(failure, events_topic, "nobody") == \
         f"authorization failed: User:nobody needs READ on the topic {events_topic}", failure[:2000]
-    assert_no_secret(kafka, failure)
+    assert_no_secret(kafka, failure + caplog.text)
