@@ -1,7 +1,7 @@
 """Peak memory of the job catching up on a backlog: one hour of a quorum of 3 voters + 100
 observers (about 1.1 million records) waiting on the events topic when the job starts.
 
-Measured in one run, on Apache Kafka (quorum.kafka_broker) and `local[2]`, the full job (source, decoding,
+Measured in one run, on Apache Kafka (quorum.local_kafka.kafka_broker) and `local[2]`, the full job (source, decoding,
 health state, the batch writer) from the earliest offset until every record is counted:
   1. as shipped: `source.max_offsets_per_trigger` 200,000, the processor folding a quorum's
      records 20,000 at a time;
@@ -51,7 +51,7 @@ def main() -> None:
     ap.add_argument("--observers", type=int, default=100)
     args = ap.parse_args()
 
-    from quorum.kafka_broker import KafkaBroker
+    from quorum.local_kafka.kafka_broker import KafkaBroker
     from quorum.synthetic import SyntheticConfig, publish
     from streaming.spark_session import build_spark
 

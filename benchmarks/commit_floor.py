@@ -149,7 +149,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=3000, help="commits to time (default 3000)")
     args = ap.parse_args()
-    from quorum_commit import fsync_latency_ms, pct
+    from disk_latency import fsync_latency_ms, pct
     with tempfile.TemporaryDirectory(prefix="commit-floor-") as tmp:
         f50 = pct(fsync_latency_ms(Path(tmp)), 50)
         lat = floor_latencies_ms(Path(tmp), args.n)

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import pstats
 import sys
 import tempfile
@@ -36,6 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from commit_floor import floor_latencies_ms  # noqa: E402
+from disk_latency import fsync_latency_ms, pct  # noqa: E402
 from quorum.node.local_cluster import Cluster  # noqa: E402
 from quorum.node.peer_client import PeerConnection  # noqa: E402
 from quorum.storage.record_batches import build_batch  # noqa: E402
@@ -45,29 +45,6 @@ TOPIC = "__cluster_metadata"
 PRODUCE_VERSION = 8
 GOAL_LATENCY_X_FSYNC = 8.0
 GOAL_PIPELINED_RECORDS_S = 20_000
-
-
-def pct(values: list[float], p: float) -> float:
-    s = sorted(values)
-    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
-
-
-def fsync_latency_ms(directory: Path, n: int = 200, size: int = 4096) -> list[float]:
-    """Append `size` bytes and fsync, `n` times: what one durable log append costs here."""
-    path = directory / "fsync-probe"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    out = []
-    try:
-        block = os.urandom(size)
-        for _ in range(n):
-            t0 = time.perf_counter()
-            os.write(fd, block)
-            os.fsync(fd)
-            out.append((time.perf_counter() - t0) * 1000)
-    finally:
-        os.close(fd)
-        path.unlink()
-    return out
 
 
 def produce_request(batch: int, payload: bytes = b"x" * 100):

@@ -103,7 +103,7 @@ class Pushgateway:
     """The Debian package's Pushgateway on a free loopback port, for the job's Prometheus push."""
 
     def __init__(self, workdir: Path):
-        from quorum.loopback_ports import free_port
+        from quorum.local_kafka.loopback_ports import free_port
         self.url = f"http://127.0.0.1:{free_port()}"
         self._log = (workdir / "pushgateway.log").open("wb")
         self._process = subprocess.Popen(
@@ -282,13 +282,8 @@ class Bench:
         writer = make_batch_writer(cfg.sink, cfg.health, spool_path=str(checkpoint / "health-events-pending.jsonl"),
                                    dead_letter_dir=cfg.dead_letters.path)
         transitions: list[tuple[float, dict]] = []
-        apply = writer.snapshot.apply
-
-        def keep(rows):
-            applied = apply(rows)
-            transitions.extend((time.time(), e) for e in applied.events if e["kind"] == "transition")
-            return applied
-        writer.snapshot.apply = keep
+        writer.add_event_listener(
+            lambda events: transitions.extend((time.time(), e) for e in events if e["kind"] == "transition"))
         batches: list[Batch] = []
         recorder = batch_recorder(spark, HEALTH_QUERY, batches)
         job = start_job(spark, cfg, writer)
@@ -687,7 +682,7 @@ def main() -> None:
         args.masters = ["local[2]"]
     args.lifecycle = args.lifecycle or args.lifecycle_only
 
-    from quorum.kafka_broker import KafkaBroker
+    from quorum.local_kafka.kafka_broker import KafkaBroker
     from quorum.synthetic import SyntheticConfig, publish
     from streaming.config import JobConfig
     from streaming.job_logging import spark_conf

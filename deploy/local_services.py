@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT / "deploy"))
 
 from prometheus_config import render_prometheus_config  # noqa: E402
 
-from quorum.loopback_ports import free_port  # noqa: E402
+from quorum.local_kafka.loopback_ports import free_port  # noqa: E402
 
 CLUSTER_ID = "local-quorum"
 EVENTS_TOPIC = "quorum-events"
@@ -102,7 +102,8 @@ def write_node_configs(run_dir: Path, voters: int, observers: int, bootstrap: st
 
 def quorum_leader(bootstrap: str) -> tuple[int, int] | None:
     """(leader id, epoch) from DescribeQuorum through kafka-python's admin client, or None."""
-    from quorum.describe_tool import fetch_quorum, quorum_info
+    from quorum.kafka_watch.describe_tool import fetch_quorum
+    from quorum.kafka_watch.quorum_info import quorum_info
     _cluster, answer = fetch_quorum(bootstrap, {}, 3000)
     info = quorum_info(answer)
     return (info.leader_id, info.leader_epoch) if info.leader_id >= 0 else None

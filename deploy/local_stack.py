@@ -68,9 +68,9 @@ import packet_filter  # noqa: E402
 import secure_stack  # noqa: E402
 from alert_console import AlertConsole  # noqa: E402
 
-from quorum.kafka_broker import BrokerError, KafkaBroker  # noqa: E402
-from quorum.kafka_cluster import KafkaCluster  # noqa: E402
-from quorum.loopback_ports import free_port  # noqa: E402
+from quorum.local_kafka.kafka_broker import BrokerError, KafkaBroker  # noqa: E402
+from quorum.local_kafka.kafka_cluster import KafkaCluster  # noqa: E402
+from quorum.local_kafka.loopback_ports import free_port  # noqa: E402
 from quorum.storage.atomic_file import write_atomically  # noqa: E402
 
 STOP_TIMEOUT_S = 15

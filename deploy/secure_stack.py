@@ -1,5 +1,5 @@
 """`deploy/run-local --secure`: the stack's Kafka secured as production clusters are (TLS, SCRAM
-users, StandardAuthorizer ACLs: quorum/secured_kafka.py), each part of the monitor under its own
+users, StandardAuthorizer ACLs: quorum/local_kafka/secured_kafka.py), each part of the monitor under its own
 principal with only the ACLs docs/deployment.md lists, configured with Kafka's own client
 properties files.
 
@@ -12,8 +12,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from quorum.local_certificates import make as make_certificates
-from quorum.secured_kafka import ADMIN, SecuredKafka
+from quorum.local_kafka.local_certificates import make as make_certificates
+from quorum.local_kafka.secured_kafka import ADMIN, SecuredKafka
 
 PRINCIPALS = ("collector", "job", "node")
 

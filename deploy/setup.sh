@@ -51,12 +51,12 @@ fi
 # the manifest changes. Maven caches the artifacts in ~/.m2, so a new profile directory is a copy.
 # Besides the pinned Kafka, the older Kafka lines the selected real-Kafka test matrix runs
 # (QUORUM_KAFKA_MATRIX: CI's subset unless `full` or a list of shapes) and those
-# QUORUM_KAFKA_VERSIONS names (e.g. "3.7.2 4.0.2", or "all"); quorum/kafka_shapes.py says which.
+# QUORUM_KAFKA_VERSIONS names (e.g. "3.7.2 4.0.2", or "all"); quorum/local_kafka/kafka_shapes.py says which.
 JVM_DIR="${QUORUM_JVM_DIR:-$ROOT/.jvm}"
 manifest="$ROOT/deploy/jvm/pom.xml"
 jvm_stamp="$(sha256sum "$manifest" | cut -c1-16)"
 command -v mvn >/dev/null || { echo "Maven is needed to fetch the JVM parts (mvn not on PATH)" >&2; exit 1; }
-kafka_profiles="$("$VENV/bin/python" -m quorum.kafka_shapes profiles)"
+kafka_profiles="$("$VENV/bin/python" -m quorum.local_kafka.kafka_shapes profiles)"
 for profile in $kafka_profiles spark-kafka jmx-exporter; do
   dir="$JVM_DIR/$profile"
   if [ -f "$dir/.fetched-$jvm_stamp" ]; then

@@ -10,12 +10,15 @@ import sys
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "node": ("quorum.node.command", "run one quorum node (Raft over Kafka's wire protocol)"),
-    "describe": ("quorum.describe_tool", "print a quorum's status or replication, as kafka-metadata-quorum does"),
-    "collect": ("quorum.collector", "poll DescribeQuorum of any KRaft cluster and publish quorum_snapshot records"),
+    "describe": ("quorum.kafka_watch.describe_tool",
+                 "print a quorum's status or replication, as kafka-metadata-quorum does"),
+    "collect": ("quorum.kafka_watch.collector",
+                "poll DescribeQuorum of any KRaft cluster and publish quorum_snapshot records"),
     "append": ("quorum.node.append_command", "append records through a quorum's leader and print their offsets"),
     "fault": ("quorum.node.fault_command", "inject or clear faults on a running node (pause, cut off, slow disk, throttle)"),
     "synth": ("quorum.synthetic.command", "publish a synthetic quorum's events, with scripted faults"),
-    "broker": ("quorum.broker_command", "run Apache Kafka (one broker+controller node) on loopback in the foreground"),
+    "broker": ("quorum.local_kafka.broker_command",
+               "run Apache Kafka (one broker+controller node) on loopback in the foreground"),
     "tail": ("quorum.tail", "print the events topic as a console view"),
 }
 

@@ -11,7 +11,8 @@ import uuid
 
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, KafkaException, TopicPartition
 
-from quorum import events, kafka_client_properties, kafka_failures
+from quorum import events
+from quorum.kafka_client import kafka_client_properties, kafka_failures
 
 CLIENT = "quorum tail's consumer (librdkafka)"
 

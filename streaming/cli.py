@@ -93,7 +93,7 @@ def _run(cfg: JobConfig, log_level: str) -> int:
                 break
     except Exception as e:
         if not stop.is_set():  # a failed query: say which and why, exit non-zero
-            from quorum.kafka_client_properties import principal
+            from quorum.kafka_client.kafka_client_properties import principal
             from streaming.source import refusal
             why = refusal(str(e), cfg.source.topic, principal(cfg.source.client_properties()))
             print(f"streaming: query failed: {why + ': ' if why else ''}{e}", file=sys.stderr)

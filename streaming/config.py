@@ -141,7 +141,7 @@ class SourceConfig:
     def java_properties(self, check_files: bool = True) -> dict[str, str]:
         """The client properties, checked as Kafka's Java client will take them; with
         `check_files`, the stores they name must be readable on this machine (the driver)."""
-        from quorum import kafka_client_properties as kcp
+        from quorum.kafka_client import kafka_client_properties as kcp
         try:
             return kcp.java_config(self.client_properties(), "the job's source (Spark's Kafka connector)",
                                    check_files=check_files)
@@ -149,7 +149,7 @@ class SourceConfig:
             raise ConfigError(f"kafka.{e}") from None
 
     def client_properties(self) -> dict[str, str]:
-        from quorum import kafka_client_properties as kcp
+        from quorum.kafka_client import kafka_client_properties as kcp
         try:
             return kcp.merged(self.command_config, self.kafka)
         except kcp.ClientPropertiesError as e:
@@ -257,7 +257,7 @@ class JobConfig:
 
     def shown(self) -> dict[str, Any]:
         """`to_dict` with every secret of the Kafka client properties as `[hidden]` (check-config)."""
-        from quorum.kafka_client_properties import redacted
+        from quorum.kafka_client.kafka_client_properties import redacted
         d = self.to_dict()
         d["source"]["kafka"] = redacted(d["source"]["kafka"])
         d["sink"]["kafka"]["properties"] = redacted(d["sink"]["kafka"]["properties"])

@@ -36,8 +36,8 @@ def recent_quorums(source, enough: int, *, recent_ms: int = RECENT_MS, budget_s:
     cannot be read within `budget_s` (the reason is logged)."""
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-    from quorum import kafka_client_properties as kcp
-    from quorum import kafka_failures
+    from quorum.kafka_client import kafka_client_properties as kcp
+    from quorum.kafka_client import kafka_failures
     failures = kafka_failures.LibrdkafkaErrors()
     consumer = Consumer({"bootstrap.servers": source.bootstrap_servers, "group.id": f"quorum-health-{uuid.uuid4().hex}",
                          "enable.auto.commit": False, "error_cb": failures, "log_level": 0,

@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from quorum.kafka_broker import KafkaBroker
+from quorum.local_kafka.kafka_broker import KafkaBroker
 from tls_files import TestCA
 
 

@@ -18,8 +18,9 @@ import sys
 import time
 from pathlib import Path
 
-from quorum import jvm, kafka_logging
+from quorum import jvm
 from quorum.events import UNKNOWN_DIRECTORY_ID
+from quorum.local_kafka import kafka_logging
 
 METADATA_QUORUM = "org.apache.kafka.tools.MetadataQuorumCommand"
 

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from quorum.http_client_config import NO_CLIENT_CONFIG, HttpClientConfig
-from quorum.loopback_ports import free_port
+from quorum.local_kafka.loopback_ports import free_port
 
 RULES = yaml.safe_load((Path(__file__).resolve().parents[1] / "alerts" / "quorum-health.rules.yml").read_text())
 

@@ -21,7 +21,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from quorum.loopback_ports import free_port
+from quorum.local_kafka.loopback_ports import free_port
 
 EXECUTOR_MAIN = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from quorum import kafka_client_properties
+from quorum.kafka_client import kafka_client_properties
 from quorum.raft.config import DEFAULT_TOPIC, RaftConfig
 
 

@@ -16,8 +16,8 @@ from typing import Callable
 
 import yaml
 
-from quorum.cgroup import preexec_joining
-from quorum.loopback_ports import free_port
+from quorum.local_kafka.cgroup import preexec_joining
+from quorum.local_kafka.loopback_ports import free_port
 from quorum.node.fault_command import send
 
 # Timeouts shorter than Kafka's defaults keep the suite fast; tests that claim a default-

@@ -16,7 +16,8 @@ import threading
 import time
 from typing import Any
 
-from quorum import events, kafka_failures
+from quorum import events
+from quorum.kafka_client import kafka_failures
 
 log = logging.getLogger(__name__)
 BOOTSTRAP_TIMEOUT_MS = 5000  # a producer that cannot connect is retried (and its failure said) this often

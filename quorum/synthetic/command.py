@@ -19,8 +19,8 @@ import json
 import signal
 import sys
 
-from quorum import kafka_client_properties
-from quorum.kafka_broker import ensure_topic
+from quorum.kafka_client import kafka_client_properties
+from quorum.local_kafka.kafka_broker import ensure_topic
 from quorum.synthetic.faults import FAULT_KINDS, FaultSpecError, demo_faults, parse_duration_ms, parse_fault
 from quorum.synthetic.model import SyntheticConfig
 from quorum.synthetic.publish import PublishError, publish

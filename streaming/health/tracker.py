@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from quorum import kafka_failures
+from quorum.kafka_client import kafka_failures
 
 from . import clocks as C
 from . import reduce as R

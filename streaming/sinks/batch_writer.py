@@ -34,6 +34,7 @@ class HealthBatchWriter:
         self.monitor = monitor or MonitorMetrics(health_cfg, clock=clock)
         # a poller may poll every half of unreachable_after_ms (quorum collect refuses slower)
         self.snapshot = HealthSnapshot(max_cadence_ms=2 * health_cfg.unreachable_after_ms)
+        self._event_listeners: list[Callable[[list[dict[str, Any]]], None]] = []
         self.dead_letters: DeadLetterFiles | None = None   # the decoder's rejects
         self.refused: DeadLetterFiles | None = None        # records the state machine refused
         if dead_letter_dir:
@@ -49,6 +50,12 @@ class HealthBatchWriter:
         if sink_cfg.console.enabled:
             from .console import ConsoleSink
             self.console = ConsoleSink(sink_cfg.console)
+
+    def add_event_listener(self, listener: Callable[[list[dict[str, Any]]], None]) -> None:
+        """`listener(events)` after every batch, with the health events it applied (transitions,
+        reminders, retractions), before the sinks publish them: for the tools and tests that watch
+        verdicts as they are made. A listener that raises fails the batch."""
+        self._event_listeners.append(listener)
 
     def write_dead_letters_to(self, path: str) -> None:
         """Where the decoder's rejects (`dead_letter` rows) and the records the state machine
@@ -86,6 +93,8 @@ class HealthBatchWriter:
         for old in [b for b in self._dead_by_batch if b < batch_id - 16]:
             del self._dead_by_batch[old]
         applied = self.snapshot.apply(rows)
+        for listener in self._event_listeners:
+            listener(applied.events)
         if applied.newest_event_ms is not None:
             self.monitor.mark_input_seen()
         if applied.newest_event_ms is not None and not self.monitor.event_time_reported:

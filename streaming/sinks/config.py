@@ -113,14 +113,14 @@ class KafkaSinkConfig:
 
     def producer_settings(self) -> dict[str, Any]:
         """librdkafka's settings for the properties (the health producer is confluent-kafka's)."""
-        from quorum import kafka_client_properties as kcp
+        from quorum.kafka_client import kafka_client_properties as kcp
         try:
             return kcp.librdkafka_config(self.client_properties(), HEALTH_PRODUCER)
         except kcp.ClientPropertiesError as e:
             raise ConfigError(f"properties.{e}") from None
 
     def client_properties(self) -> dict[str, str]:
-        from quorum import kafka_client_properties as kcp
+        from quorum.kafka_client import kafka_client_properties as kcp
         try:
             return kcp.merged(self.command_config, self.properties)
         except kcp.ClientPropertiesError as e:

@@ -26,7 +26,7 @@ from typing import Any
 
 from quorum.events import quorum_key
 
-from quorum import kafka_client_properties, kafka_failures
+from quorum.kafka_client import kafka_client_properties, kafka_failures
 
 from .config import KafkaSinkConfig
 

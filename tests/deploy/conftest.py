@@ -19,7 +19,7 @@ import yaml
 
 from deploy.prometheus_config import DEFAULT_RULES, render_prometheus_config
 from prometheus_tools import Server
-from quorum.loopback_ports import free_port
+from quorum.local_kafka.loopback_ports import free_port
 from quorum_metric_names import CAUSES, QUORUM_STATUSES, REPLICA_STATUSES
 
 ROOT = Path(__file__).resolve().parents[2]

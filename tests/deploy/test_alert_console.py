@@ -6,7 +6,7 @@ import json
 import urllib.request
 
 from deploy.alert_console import AlertConsole
-from quorum.loopback_ports import free_port
+from quorum.local_kafka.loopback_ports import free_port
 
 PAYLOAD = {"status": "firing", "alerts": [
     {"status": "firing", "startsAt": "2026-12-05T07:00:01.25Z",

@@ -23,7 +23,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from deploy.cluster.standalone import StandaloneCluster, alive, command_line, descendants, identity
 from prometheus_tools import wait_for
-from quorum.loopback_ports import free_port
+from quorum.local_kafka.loopback_ports import free_port
 from quorum.synthetic import Fault, SyntheticConfig, publish
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

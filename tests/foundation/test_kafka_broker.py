@@ -12,8 +12,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from quorum import events
 from quorum import jvm
-from quorum.kafka_broker import BrokerError, KafkaBroker, random_cluster_id
-from quorum.loopback_ports import free_port
+from quorum.local_kafka.kafka_broker import BrokerError, KafkaBroker, random_cluster_id
+from quorum.local_kafka.loopback_ports import free_port
 from quorum.synthetic.publish import PRODUCER_DEFAULTS
 
 N = 100_000

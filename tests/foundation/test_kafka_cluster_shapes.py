@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from quorum.kafka_cluster import KafkaCluster
-from quorum.kafka_broker import BrokerError
+from quorum.local_kafka.kafka_broker import BrokerError
+from quorum.local_kafka.kafka_cluster import KafkaCluster
 
 
 def test_combined_static_nodes_are_brokers_and_controllers_on_two_ports(tmp_path):

@@ -7,7 +7,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from quorum import jvm, kafka_logging
+from quorum import jvm
+from quorum.local_kafka import kafka_logging
 
 NS = {"m": "http://maven.apache.org/POM/4.0.0"}
 BINDINGS = {True: "log4j-slf4j-impl", False: "slf4j-reload4j"}

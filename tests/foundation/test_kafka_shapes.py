@@ -1,4 +1,4 @@
-"""The real-Kafka test matrix (quorum/kafka_shapes.py): every id parses and names itself again,
+"""The real-Kafka test matrix (quorum/local_kafka/kafka_shapes.py): every id parses and names itself again,
 CI's subset covers both topologies and both voter sets on two Kafka lines, QUORUM_KAFKA_MATRIX
 selects by name, and deploy/setup.sh is told to fetch exactly the versions a selection runs."""
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from quorum import jvm
-from quorum.kafka_shapes import (CI_IDS, FULL_IDS, ShapeError, ci, extra_versions, full, parse, profiles_to_fetch,
-                                 selected)
+from quorum.local_kafka.kafka_shapes import (CI_IDS, FULL_IDS, ShapeError, ci, extra_versions, full, parse,
+                                             profiles_to_fetch, selected)
 
 
 @pytest.mark.parametrize("text", FULL_IDS + CI_IDS)

@@ -1,7 +1,7 @@
 """The rule that keeps a DescribeQuorum poller within the streaming job's thresholds."""
 import pytest
 
-from quorum.poll_interval import check_poll_interval, max_poll_interval_ms
+from quorum.kafka_watch.poll_interval import check_poll_interval, max_poll_interval_ms
 
 
 @pytest.mark.parametrize("interval,threshold", [(1000, 2000), (500, 2000), (1, 2), (2500, 5000)])

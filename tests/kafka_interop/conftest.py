@@ -7,7 +7,7 @@ from typing import Callable, Iterable
 
 import pytest
 
-from quorum.kafka_cluster import KafkaCluster
+from quorum.local_kafka.kafka_cluster import KafkaCluster
 from quorum.node.local_cluster import Cluster
 
 PROJECT_NODE_ID = 100

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from kafka_interop.conftest import PROJECT_NODE_ID, start_project_observer
-from quorum.kafka_cluster import KafkaCluster
+from quorum.local_kafka.kafka_cluster import KafkaCluster
 
 # Tiny segments, a snapshot every second and no retention: Kafka deletes the head of its log soon
 SHORT_LOG = {"internal.metadata.log.segment.bytes": "4096", "metadata.log.segment.ms": "1000",

@@ -4,7 +4,7 @@ decoded by the event contract and folded at once into the job's health state mac
 (streaming.health.tracker), as a 1 s trigger would see it. Tests fault the cluster and await
 verdicts with deadlines; every verdict carries the wall time it was reached.
 
-The package runs once per cluster shape (quorum/kafka_shapes.py: a Kafka version, dedicated or
+The package runs once per cluster shape (quorum/local_kafka/kafka_shapes.py: a Kafka version, dedicated or
 combined nodes, a dynamic or static voter set), one cluster at a time: QUORUM_KAFKA_MATRIX
 selects the shapes (CI's two unless `full` or a list of ids). A test that needs a kind of shape
 says so with `@pytest.mark.kafka_shape(dynamic=True, combined=False)`, and is skipped, with the
@@ -19,11 +19,12 @@ from typing import Any, Callable
 
 import pytest
 
-from quorum import events, kafka_shapes
-from quorum.collector import Collection, brokers_poller
-from quorum.controller_poller import ControllerQuorumPoller
-from quorum.kafka_cluster import KafkaCluster
-from quorum.kafka_node_metrics import NodeMetricsReader
+from quorum import events
+from quorum.kafka_watch.collector import Collection, brokers_poller
+from quorum.kafka_watch.controller_poller import ControllerQuorumPoller
+from quorum.kafka_watch.kafka_node_metrics import NodeMetricsReader
+from quorum.local_kafka import kafka_shapes
+from quorum.local_kafka.kafka_cluster import KafkaCluster
 from streaming.health.config import HealthConfig
 from streaming.health.tracker import QuorumTracker, new_state
 
@@ -32,7 +33,7 @@ INTERVAL_MS = 1000  # quorum collect's default, the interval docs/deployment.md 
 
 SHAPES = kafka_shapes.selected()
 # a failed test's report shows which node each DescribeQuorum asked, and what it answered
-logging.getLogger("quorum.collector").setLevel(logging.DEBUG)
+logging.getLogger("quorum.kafka_watch.collector").setLevel(logging.DEBUG)
 SHAPE_MARKER = "kafka_shape"
 
 

@@ -8,10 +8,12 @@ import time
 
 import pytest
 
-from quorum import collector, events
+from quorum import events
 from quorum.cli import main
-from quorum.describe_tool import quorum_info
-from quorum.loopback_ports import free_port
+from quorum.kafka_watch import collector
+from quorum.kafka_watch.poll_outcome import PollOutcome
+from quorum.kafka_watch.quorum_info import quorum_info
+from quorum.local_kafka.loopback_ports import free_port
 from quorum.node.local_cluster import FAST, Cluster
 from quorum.storage.meta import directory_id
 
@@ -35,7 +37,7 @@ def test_snapshot_record_from_a_v2_answer_carries_directory_ids_and_the_poll():
 
 
 def test_a_failed_poll_becomes_a_poll_error_record():
-    outcome = collector.PollOutcome(latency_ms=12, answered_by=3, error_code=6, error="NOT_LEADER_OR_FOLLOWER",
+    outcome = PollOutcome(latency_ms=12, answered_by=3, error_code=6, error="NOT_LEADER_OR_FOLLOWER",
                                     leader_id=-1, leader_epoch=9)
     rec = collector.record_of(outcome, "c1", "host:1", 1000, interval_ms=500)
     assert events.validate(rec) == rec and isinstance(rec, events.QuorumPollError)
@@ -222,7 +224,7 @@ def test_a_hung_node_costs_the_poller_part_of_one_poll_and_is_asked_last_after_i
 
 
 def test_through_plaintext_brokers_the_controllers_an_answer_names_are_the_fallback_and_never_when_secured():
-    from quorum.controller_fallback import ControllerFallback, controller_endpoints
+    from quorum.kafka_watch.controller_fallback import ControllerFallback, controller_endpoints
     info = quorum_info(V2_RESULT)
     assert controller_endpoints(info) == ("c-2:9093",)  # voters only: observer 7 has no controller listener
     plain = collector.brokers_poller("127.0.0.1:1", 500, {}, want_cluster_id=False)

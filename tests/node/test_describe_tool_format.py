@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from quorum.describe_tool import (DescribeError, format_replication, format_status, max_follower_lag,
-                                  quorum_info)
 from quorum.events import UNKNOWN_DIRECTORY_ID
+from quorum.kafka_watch.describe_tool import format_replication, format_status, max_follower_lag
+from quorum.kafka_watch.quorum_info import DescribeError, quorum_info
 
 
 def result(voters, observers=(), leader=1, directory_ids=None, nodes=()):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from quorum.kafka_node_metrics import NodeMetricsError, metrics_record
+from quorum.kafka_watch.kafka_node_metrics import NodeMetricsError, metrics_record
 
 CONTROLLER = """\
 # HELP kafka_server_raft_metrics_current_state raft-metrics current-state
@@ -89,7 +89,7 @@ class Endpoints:
         self.hung = socket.socket()
         self.hung.bind(("127.0.0.1", 0))
         self.hung.listen(16)
-        from quorum.loopback_ports import free_port
+        from quorum.local_kafka.loopback_ports import free_port
         self.urls = {1: f"http://127.0.0.1:{self.http.server_port}/metrics",
                      2: f"http://127.0.0.1:{self.hung.getsockname()[1]}/metrics",
                      3: f"http://127.0.0.1:{free_port()}/metrics"}
@@ -102,7 +102,7 @@ class Endpoints:
 
 def test_a_hung_endpoint_delays_no_other_nodes_view_and_a_refusing_one_is_named():
     import time
-    from quorum.kafka_node_metrics import WAIT_FRACTION, NodeMetricsReader
+    from quorum.kafka_watch.kafka_node_metrics import WAIT_FRACTION, NodeMetricsReader
     timeout_ms = 1000
     with Endpoints() as e:
         reader = NodeMetricsReader(e.urls, timeout_ms)

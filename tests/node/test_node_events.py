@@ -12,7 +12,7 @@ import pytest
 
 from kip836_replay import Kip836Replay
 from quorum import events
-from quorum.loopback_ports import free_port
+from quorum.local_kafka.loopback_ports import free_port
 from quorum.node.local_cluster import FAST, Cluster, read_events
 
 pytestmark = pytest.mark.slow

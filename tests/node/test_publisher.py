@@ -3,7 +3,7 @@ oldest-first and counts, without ever blocking the caller."""
 from __future__ import annotations
 
 from quorum import events
-from quorum.loopback_ports import free_port
+from quorum.local_kafka.loopback_ports import free_port
 from quorum.node.local_cluster import read_events
 from quorum.node.publisher import EventPublisher
 

@@ -9,7 +9,7 @@ import struct
 
 import pytest
 
-from quorum.loopback_ports import free_port
+from quorum.local_kafka.loopback_ports import free_port
 from quorum.node.config import from_mapping
 from quorum.node.node import QuorumNode
 from quorum.wire import apis as w

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from kafka_tools import kafka_tool
-from quorum.local_certificates import Certificates, make
-from quorum.secured_kafka import ADMIN, SecuredKafka
+from quorum.local_kafka.local_certificates import Certificates, make
+from quorum.local_kafka.secured_kafka import ADMIN, SecuredKafka
 
 USERS = ("collector", "job", "node", "nobody")
 DOC = Path(__file__).resolve().parents[2] / "docs" / "deployment.md"

@@ -7,9 +7,9 @@ import ssl
 import pytest
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
-from quorum import java_properties
-from quorum import kafka_client_properties as kcp
-from quorum.keystores import KeystoreError, key_material, trusted_certificates
+from quorum.kafka_client import java_properties
+from quorum.kafka_client import kafka_client_properties as kcp
+from quorum.kafka_client.keystores import KeystoreError, key_material, trusted_certificates
 
 SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
 PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"

@@ -12,7 +12,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from prometheus_tools import wait_for
-from quorum import kafka_client_properties
+from quorum.kafka_client import kafka_client_properties
 from quorum.synthetic import Fault, SyntheticConfig, publish
 from streaming.config import JobConfig
 from streaming.fleet_size import recent_quorums

@@ -122,7 +122,7 @@ def await_healthy(state, timeout_s: float = 90, settle_s: float = 5) -> None:
 
 def admin_client(state) -> dict:
     """librdkafka settings of the secured stack's admin (its credentials directory's admin.properties)."""
-    from quorum import kafka_client_properties as kcp
+    from quorum.kafka_client import kafka_client_properties as kcp
     if not state.get("credentials"):
         return {}
     props = kcp.load_file(Path(state["credentials"]) / "admin.properties")

@@ -9,7 +9,7 @@ import subprocess
 import urllib.request
 from pathlib import Path
 
-from quorum import java_properties
+from quorum.kafka_client import java_properties
 
 from .conftest import health_events
 

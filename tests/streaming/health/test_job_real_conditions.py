@@ -92,13 +92,7 @@ def start_recorded_job(spark, broker, topic: str, tmp_path, trigger_ms: int = TR
         "sink": {"prometheus": {"mode": "off"}}})
     writer = make_batch_writer(cfg.sink, cfg.health)
     seen: list[tuple[float, dict]] = []
-    apply = writer.snapshot.apply
-
-    def apply_and_keep(rows):
-        applied = apply(rows)
-        seen.extend((time.time(), e) for e in applied.events if e["kind"] == "transition")
-        return applied
-    writer.snapshot.apply = apply_and_keep
+    writer.add_event_listener(lambda events: seen.extend((time.time(), e) for e in events if e["kind"] == "transition"))
     job = start_job(spark, cfg, writer)
     wait_for(lambda: job.health_query.lastProgress is not None, 120, "the job's first micro-batch")
     return cfg, job, seen

@@ -39,13 +39,7 @@ def recording_writer():
     def make(cfg):
         writer = make_batch_writer(cfg.sink, cfg.health)
         writer.seen_events = []
-        apply = writer.snapshot.apply
-
-        def apply_and_keep(rows):
-            applied = apply(rows)
-            writer.seen_events.extend(applied.events)
-            return applied
-        writer.snapshot.apply = apply_and_keep
+        writer.add_event_listener(writer.seen_events.extend)
         return writer
 
     return make

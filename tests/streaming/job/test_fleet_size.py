@@ -10,7 +10,7 @@ import time
 from confluent_kafka import Producer
 
 from quorum.events import key_of, quorum_key
-from quorum.loopback_ports import free_port
+from quorum.local_kafka.loopback_ports import free_port
 from streaming.config import JobConfig
 from streaming.fleet_size import is_new_local_checkpoint, quorum_of, recent_quorums
 from streaming.job import new_checkpoint_partitions

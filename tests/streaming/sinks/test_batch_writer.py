@@ -25,6 +25,20 @@ def test_writer_sees_the_input_alive_from_the_health_rows_alone():
     assert writer.monitor.snapshot()["input_delay_s"] is not None
 
 
+def test_an_event_listener_sees_each_batchs_events_as_applied():
+    writer = make_batch_writer(SinkConfig.from_dict({"prometheus": {"mode": "off"}}), HealthConfig())
+    seen: list[list[dict]] = []
+    writer.add_event_listener(seen.append)
+    q = ScriptedQuorum("c1")
+    writer.write_rows(q.rows(3000, proc_ms=1000), batch_id=0)
+    q.script.mode[3] = "silent"
+    writer.write_rows(q.rows(4000, proc_ms=5000), batch_id=1)
+    assert len(seen) == 2  # one call per batch
+    unreachable = [[(e["cluster_id"], e["replica_id"]) for e in batch if e["kind"] == "transition"
+                    and e["status"] == "unreachable"] for batch in seen]
+    assert unreachable == [[], [("c1", 3)]]
+
+
 def test_a_health_batch_is_read_by_column_name_whatever_else_the_frame_carries():
     rows = batch_rows()
     columns = list(reversed(HEALTH_COLUMNS))

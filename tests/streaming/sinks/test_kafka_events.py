@@ -9,7 +9,7 @@ import uuid
 from confluent_kafka import Consumer
 
 from prometheus_tools import http_get, wait_for
-from quorum.loopback_ports import free_port
+from quorum.local_kafka.loopback_ports import free_port
 from streaming.health.config import HealthConfig
 from streaming.sinks import SinkConfig, make_batch_writer
 

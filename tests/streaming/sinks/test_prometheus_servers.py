@@ -9,7 +9,7 @@ import urllib.request
 import pytest
 
 from prometheus_tools import Server, http_get, promql, wait_for
-from quorum.loopback_ports import free_port
+from quorum.local_kafka.loopback_ports import free_port
 from streaming.health.config import HealthConfig
 from streaming.sinks import SinkConfig, make_batch_writer
 from streaming.sinks.batch_writer import status_changed

@@ -17,7 +17,7 @@ import yaml
 
 from prometheus_tools import Server, http_get, promql, wait_for
 from quorum.http_client_config import HttpClientConfig, load_http_client_config
-from quorum.loopback_ports import free_port
+from quorum.local_kafka.loopback_ports import free_port
 from streaming.health.config import HealthConfig
 from streaming.sinks import SinkConfig, make_batch_writer
 from tls_files import bcrypt_hash

@@ -57,7 +57,7 @@ def diagnose(bootstrap: str, config: dict[str, Any], timeout_s: float) -> tuple[
     """(name, failure) of logging in to the first bootstrap server with kafka-python arguments
     `config`, when the login fails for a reason this module names; None when it succeeds, the
     cluster is not secured, or nothing could be told within `timeout_s`."""
-    from quorum.kafka_login_probe import LoginProbeError, login_failure
+    from quorum.kafka_client.kafka_login_probe import LoginProbeError, login_failure
     if config.get("security_protocol", "PLAINTEXT") == "PLAINTEXT":
         return None
     server = bootstrap.split(",")[0]

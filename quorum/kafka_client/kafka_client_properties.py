@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from quorum import java_properties
-from quorum.keystores import KeyMaterial, KeystoreError, key_material, pem_certificates, pem_key, trusted_certificates
+from quorum.kafka_client import java_properties
+from quorum.kafka_client.keystores import (KeyMaterial, KeystoreError, key_material, pem_certificates, pem_key,
+                                           trusted_certificates)
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = {"PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",

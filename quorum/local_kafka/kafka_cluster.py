@@ -1,4 +1,4 @@
-"""A real Apache Kafka KRaft cluster on loopback, in the shapes users run (quorum/kafka_shapes.py):
+"""A real Apache Kafka KRaft cluster on loopback, in the shapes users run (quorum/local_kafka/kafka_shapes.py):
 - any pinned Kafka version (`kafka_version`, deploy/jvm/pom.xml; the default one unless told);
 - topology `dedicated`: controllers (three by default) and brokers (one by default), which
   follow the quorum as observers; or `combined`: every node is broker and controller at once
@@ -32,15 +32,16 @@ from pathlib import Path
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from quorum import jvm, kafka_logging
-from quorum.cgroup import preexec_joining
-from quorum.describe_tool import DescribeError, QuorumInfo, quorum_info
-from quorum.kafka_broker import (SINGLE_NODE_SETTINGS, BrokerError, java_command, random_cluster_id,
-                                 terminate, write_properties)
-from quorum.kafka_shapes import FIRST_DYNAMIC, TOPOLOGIES, VOTER_SETS
-from quorum.loopback_ports import free_port
+from quorum import jvm
+from quorum.kafka_watch.quorum_info import DescribeError, QuorumInfo, quorum_info
+from quorum.local_kafka import kafka_logging
+from quorum.local_kafka.cgroup import preexec_joining
+from quorum.local_kafka.kafka_broker import (SINGLE_NODE_SETTINGS, BrokerError, java_command, random_cluster_id,
+                                             terminate, write_properties)
+from quorum.local_kafka.kafka_shapes import FIRST_DYNAMIC, TOPOLOGIES, VOTER_SETS
+from quorum.local_kafka.loopback_ports import free_port
+from quorum.local_kafka.tcp_connections import remote_ports
 from quorum.node.peer_client import describe_quorum_directly
-from quorum.tcp_connections import remote_ports
 
 DEFAULT_START_TIMEOUT_S = 120.0
 FORMAT_TIMEOUT_S = 120.0  # StorageTool: a JVM that formats and exits, seconds even on a loaded machine

@@ -19,8 +19,9 @@ from pathlib import Path
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from quorum import jvm, kafka_logging
-from quorum.loopback_ports import free_port
+from quorum import jvm
+from quorum.local_kafka import kafka_logging
+from quorum.local_kafka.loopback_ports import free_port
 
 DEFAULT_START_TIMEOUT_S = 90.0
 DEFAULT_HEAP = "768m"

@@ -21,10 +21,10 @@ import threading
 import time
 from typing import Any
 
-from quorum import kafka_failures
-from quorum.controller_poller import ControllerQuorumPoller
+from quorum.kafka_client import kafka_failures
+from quorum.kafka_watch.controller_poller import ControllerQuorumPoller
 
-log = logging.getLogger("quorum.collector")
+log = logging.getLogger("quorum.kafka_watch.collector")
 
 
 def plaintext(client_config: dict[str, Any]) -> bool:

@@ -19,7 +19,8 @@ import threading
 import time
 from typing import Any
 
-from quorum.describe_tool import DescribeError, quorum_info
+from quorum.kafka_watch.poll_outcome import PollOutcome
+from quorum.kafka_watch.quorum_info import DescribeError, quorum_info
 from quorum.node.peer_client import PeerConnection, PeerUnavailable
 from quorum.wire.apis import API_VERSIONS, DESCRIBE_CLUSTER, DESCRIBE_QUORUM, SUPPORTED
 
@@ -52,7 +53,6 @@ class ControllerQuorumPoller:
         self._thread.start()
 
     def poll(self):
-        from quorum.collector import PollOutcome
         start = time.monotonic()
         future = asyncio.run_coroutine_threadsafe(self._poll(), self._loop)
         try:

@@ -9,7 +9,7 @@ and a voter set, named by an id such as `4.4.0-dedicated-dynamic` or `3.9.1-comb
 QUORUM_KAFKA_MATRIX selects the shapes the real-Kafka tests run: unset (or `ci`) the CI subset,
 `full` every shape, or a comma-separated list of ids. deploy/setup.sh fetches the Kafka
 versions of the selection, plus those QUORUM_KAFKA_VERSIONS names (space- or comma-separated, or
-`all`): `python -m quorum.kafka_shapes profiles` prints the manifest's Kafka profiles to fetch.
+`all`): `python -m quorum.local_kafka.kafka_shapes profiles` prints the manifest's Kafka profiles to fetch.
 """
 from __future__ import annotations
 
@@ -132,12 +132,12 @@ def profiles_to_fetch() -> list[str]:
 def main(argv: list[str]) -> int:
     commands = {"profiles": profiles_to_fetch, "ids": lambda: [s.id for s in selected()]}
     if len(argv) != 1 or argv[0] not in commands:
-        print(f"usage: python -m quorum.kafka_shapes {'|'.join(commands)}", file=sys.stderr)
+        print(f"usage: python -m quorum.local_kafka.kafka_shapes {'|'.join(commands)}", file=sys.stderr)
         return 2
     try:
         print(" ".join(commands[argv[0]]()))
     except ShapeError as e:
-        print(f"quorum.kafka_shapes: {e}", file=sys.stderr)
+        print(f"quorum.local_kafka.kafka_shapes: {e}", file=sys.stderr)
         return 1
     return 0
 

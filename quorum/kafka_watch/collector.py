@@ -16,10 +16,10 @@ of the timeout, and the silent one is asked last for a while. List several broke
 --bootstrap-server, or give the controllers with --bootstrap-controller (KIP-919), so that no
 single node is the collector's only path. Through PLAINTEXT brokers, a poll without an answer
 (a broker still forwarding to a controller that hangs) makes the next ones ask the controllers
-that the last answer named as well, until the brokers answer again (quorum.controller_fallback).
+that the last answer named as well, until the brokers answer again (quorum.kafka_watch.controller_fallback).
 
 With --node-metrics ID=URL for each node, every poll also reads each node's own view of the
-quorum from its Prometheus JMX exporter endpoint (quorum.kafka_node_metrics) and publishes it as
+quorum from its Prometheus JMX exporter endpoint (quorum.kafka_watch.kafka_node_metrics) and publishes it as
 that node's `metrics` record; an endpoint that does not answer gives no record (a round waits
 for them at most half the timeout), and one that refuses the connection is named in the poll's
 record (`refused_nodes`): its process is gone, and the job says so at once.
@@ -45,13 +45,16 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from quorum import events, kafka_client_properties, kafka_failures
-from quorum.describe_tool import DescribeError, QuorumInfo, kafka_error_name, quorum_info
+from quorum import events
 from quorum.config_file import ConfigFileError
-from quorum.controller_fallback import ControllerFallback, plaintext
 from quorum.http_client_config import NO_CLIENT_CONFIG, load_http_client_config
-from quorum.kafka_node_metrics import NodeMetricsReader, parse_endpoint
-from quorum.poll_interval import check_poll_interval
+from quorum.kafka_client import kafka_client_properties, kafka_failures
+from quorum.kafka_watch.controller_fallback import ControllerFallback, plaintext
+from quorum.kafka_watch.controller_poller import ControllerQuorumPoller
+from quorum.kafka_watch.kafka_node_metrics import NodeMetricsReader, parse_endpoint
+from quorum.kafka_watch.poll_interval import check_poll_interval
+from quorum.kafka_watch.poll_outcome import PollOutcome
+from quorum.kafka_watch.quorum_info import DescribeError, QuorumInfo, kafka_error_name, quorum_info
 
 log = logging.getLogger(__name__)
 
@@ -63,20 +66,6 @@ HEDGE_FRACTION = 0.3  # a node silent for this share of a poll's timeout: anothe
 SUSPECT_S = 30.0  # a node that was silent or unreachable is asked last for this long
 REBUILD_AFTER_FAILED_POLLS = 3  # the admin client is built anew after this many polls in a row fail
 WARM_UP_S = 10.0  # how long the collector tries to connect before its first poll
-
-
-@dataclass(frozen=True)
-class PollOutcome:
-    """What one DescribeQuorum poll gave: the quorum state, or the error."""
-    latency_ms: int
-    answered_by: int = -1
-    info: QuorumInfo | None = None
-    cluster_id: str | None = None
-    error_code: int = -1
-    error: str = ""
-    leader_id: int = -1
-    leader_epoch: int = -1
-    detail: str = ""  # what the client said of a failure, for the log (never published)
 
 
 def snapshot(result: dict[str, Any], cluster_id: str, source: str, now_ms: int,
@@ -536,7 +525,6 @@ EVENTS_CLIENT = "quorum collect's events producer (kafka-python)"
 def make_poller(args: argparse.Namespace, timeout_ms: int, client_config: dict[str, Any], want_cluster_id: bool):
     """The poller of the path the options name: the brokers, or the controllers themselves."""
     if getattr(args, "bootstrap_controller", None):
-        from quorum.controller_poller import ControllerQuorumPoller
         return ControllerQuorumPoller(args.bootstrap_controller, timeout_ms=timeout_ms, want_cluster_id=want_cluster_id)
     return brokers_poller(args.bootstrap_server, timeout_ms, client_config, want_cluster_id)
 
@@ -544,7 +532,7 @@ def make_poller(args: argparse.Namespace, timeout_ms: int, client_config: dict[s
 def brokers_poller(bootstrap: str, timeout_ms: int, client_config: dict[str, Any] | None = None,
                    want_cluster_id: bool = True):
     """The poller through the brokers; on a PLAINTEXT cluster it also asks the controllers its
-    answers name while the brokers give none (quorum.controller_fallback)."""
+    answers name while the brokers give none (quorum.kafka_watch.controller_fallback)."""
     brokers = QuorumPoller(bootstrap, timeout_ms=timeout_ms, client_config=client_config,
                            want_cluster_id=want_cluster_id)
     return ControllerFallback(brokers) if plaintext(brokers.client_config) else brokers

@@ -12,7 +12,7 @@ import sys
 import threading
 
 from quorum.jvm import JvmPartsMissing
-from quorum.kafka_broker import BrokerError, KafkaBroker
+from quorum.local_kafka.kafka_broker import BrokerError, KafkaBroker
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

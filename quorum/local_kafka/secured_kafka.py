@@ -18,10 +18,10 @@ import os
 import secrets
 from pathlib import Path
 
-from quorum import kafka_client_properties
-from quorum.kafka_broker import KafkaBroker, write_properties
-from quorum.local_certificates import Certificates, make as make_certificates
-from quorum.loopback_ports import free_port
+from quorum.kafka_client import kafka_client_properties
+from quorum.local_kafka.kafka_broker import KafkaBroker, write_properties
+from quorum.local_kafka.local_certificates import Certificates, make as make_certificates
+from quorum.local_kafka.loopback_ports import free_port
 
 ADMIN = "admin"
 SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
