@@ -166,7 +166,7 @@ def run_floor(bootstrap: str, topic: str, checkpoint: str, spark_conf: dict[str,
     the job's trigger, until SIGTERM."""
     sys.path.insert(0, str(ROOT))
     from streaming.config import JobConfig
-    from streaming.job import session_for, source_options
+    from streaming.job import session_for
     from streaming.progress_listener import ProgressListener
     from streaming.source import open_stream
     from streaming.spark_session import use_local_checkpoint_manager
@@ -184,7 +184,7 @@ def run_floor(bootstrap: str, topic: str, checkpoint: str, spark_conf: dict[str,
             print(FIRST_BATCH_LINE, flush=True)
 
     listener = ProgressListener(spark, on_progress)
-    query = (open_stream(spark, source_options(cfg)).writeStream.format("noop")
+    query = (open_stream(spark, cfg.source.reader_options()).writeStream.format("noop")
              .option("checkpointLocation", checkpoint)
              .trigger(processingTime=f"{cfg.job.trigger_interval_ms} milliseconds").start())
     stopping = []

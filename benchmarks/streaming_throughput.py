@@ -303,14 +303,14 @@ class Bench:
 
         from streaming.config import JobConfig
         from streaming.decode import TEXT, parsed_record, route_records
-        from streaming.job import INPUT_OBSERVATION, observe_input, source_options
+        from streaming.job import INPUT_OBSERVATION, observe_input
         from streaming.source import open_stream
         from streaming.spark_session import use_local_checkpoint_manager
         self.runs += 1
         # read as the job reads (its read tasks), with no bound on a batch
         source = {"bootstrap_servers": self.broker.bootstrap, "topic": topic, "starting_offsets": "earliest",
                   "max_offsets_per_trigger": None}
-        raw = open_stream(spark, source_options(JobConfig.from_dict({"source": source})))
+        raw = open_stream(spark, JobConfig.from_dict({"source": source}).source.reader_options())
         if stage == "summary":
             observed = observe_input(raw.transform(route_records(carry=SUMMARY_FIELDS)))
         elif stage in ("decode", "health"):

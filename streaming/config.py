@@ -99,6 +99,10 @@ CONNECTOR_OWNED_SETTINGS = frozenset({"auto.offset.reset", "enable.auto.commit",
 # (on a quiet quorum's topic, its read task took 108 ms, 37 ms with 10). A task reads only
 # offsets the topic already has, so a short wait costs one empty answer per task.
 READ_FETCH_MAX_WAIT_MS = 10
+# Records of one Kafka partition that one read task takes in a micro-batch at most: a busy
+# partition's range is split between several tasks; a quiet one (a quorum's dozen records a
+# second) is read by one, since each further task is a Kafka consumer and a fetch more a batch.
+READ_TASK_RECORDS = 10_000
 
 
 @dataclass(frozen=True)
@@ -156,9 +160,10 @@ class SourceConfig:
             raise ConfigError(f"command_config: {e}") from None
 
     def reader_options(self) -> dict[str, str]:
-        """Options for `streaming.source.open_stream` (the connector's names)."""
+        """The connector's options for the job's read of the events topic (`streaming.source.open_stream`)."""
         opts = {"kafka.bootstrap.servers": self.bootstrap_servers, "subscribe": self.topic,
-                "startingOffsets": self.starting_offsets, "failOnDataLoss": str(self.fail_on_data_loss).lower()}
+                "startingOffsets": self.starting_offsets, "failOnDataLoss": str(self.fail_on_data_loss).lower(),
+                "maxRecordsPerPartition": str(READ_TASK_RECORDS)}
         if self.max_offsets_per_trigger is not None:
             opts["maxOffsetsPerTrigger"] = str(self.max_offsets_per_trigger)
         opts["kafka.fetch.max.wait.ms"] = str(READ_FETCH_MAX_WAIT_MS)  # a setting in `kafka` wins

@@ -66,20 +66,9 @@ def new_checkpoint_partitions(cfg: JobConfig, master: str) -> int:
     return partitions
 
 
-# Records of one Kafka partition that one read task takes in a micro-batch at most: a busy
-# partition's range is split between several tasks; a quiet one (a quorum's dozen records a
-# second) is read by one, since each further task is a Kafka consumer and a fetch more a batch.
-READ_TASK_RECORDS = 10_000
-
-
-def source_options(cfg: JobConfig) -> dict[str, str]:
-    """The connector's options for the job's read of the events topic."""
-    return {**cfg.source.reader_options(), "maxRecordsPerPartition": str(READ_TASK_RECORDS)}
-
-
 def routed_events(spark: SparkSession, cfg: JobConfig) -> DataFrame:
     """The topic's records as the health processor takes them (`route_records`)."""
-    raw = open_stream(spark, source_options(cfg))
+    raw = open_stream(spark, cfg.source.reader_options())
     return raw.transform(route_records(cfg.decode.max_future_ms))
 
 

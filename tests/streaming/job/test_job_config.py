@@ -68,7 +68,8 @@ def test_source_options_use_the_connectors_names_and_pass_client_settings_throug
                                           "kafka": {"sasl.mechanism": "SCRAM-SHA-512"}}})
     assert cfg.source.reader_options() == {
         "kafka.bootstrap.servers": "b:9092", "subscribe": "ev", "startingOffsets": "latest",
-        "failOnDataLoss": "false", "maxOffsetsPerTrigger": "10", "kafka.fetch.max.wait.ms": "10",
+        "failOnDataLoss": "false", "maxRecordsPerPartition": "10000", "maxOffsetsPerTrigger": "10",
+        "kafka.fetch.max.wait.ms": "10",
         "kafka.security.protocol": "SASL_PLAINTEXT", "kafka.sasl.jaas.config": jaas,
         "kafka.sasl.mechanism": "SCRAM-SHA-512"}
     assert cfg.shown()["source"]["kafka"] == {"sasl.mechanism": "SCRAM-SHA-512"}

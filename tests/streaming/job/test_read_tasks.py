@@ -6,7 +6,7 @@ import pytest
 from confluent_kafka import Producer
 
 from streaming.config import JobConfig
-from streaming.job import READ_TASK_RECORDS, source_options
+from streaming.config import READ_TASK_RECORDS
 from streaming.source import open_stream
 
 pytestmark = pytest.mark.spark
@@ -30,7 +30,7 @@ def read_tasks(spark, cfg: JobConfig, checkpoint) -> list[tuple[int, dict[int, i
         counts = {r["partition"]: r["count"] for r in batch_df.groupBy("partition").count().collect()}
         batches.append((batch_df.rdd.getNumPartitions(), counts))
 
-    query = (open_stream(spark, source_options(cfg)).writeStream.foreachBatch(record)
+    query = (open_stream(spark, cfg.source.reader_options()).writeStream.foreachBatch(record)
              .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
     query.awaitTermination(120)
     assert not query.isActive, "the query did not read the topic within 120 s"
