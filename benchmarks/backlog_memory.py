@@ -24,14 +24,13 @@ from process_usage import PeakMemory
 
 def catch_up(spark, bootstrap: str, topic: str, total: int, checkpoint: Path, per_trigger: int | None) -> dict:
     from streaming.config import JobConfig
-    from streaming.job import start_job
-    from streaming.sinks import make_batch_writer
+    from streaming.job import job_batch_writer, start_job
     cfg = JobConfig.from_dict({
         "source": {"bootstrap_servers": bootstrap, "topic": topic, "starting_offsets": "earliest",
                    "max_offsets_per_trigger": per_trigger},
         "job": {"checkpoint_location": str(checkpoint), "trigger_interval_ms": 1000},
         "dead_letters": {"enabled": False}, "sink": {"prometheus": {"mode": "off"}}})
-    writer = make_batch_writer(cfg.sink, cfg.health)
+    writer = job_batch_writer(cfg)
     peak = PeakMemory()
     peak.start()
     start = time.perf_counter()

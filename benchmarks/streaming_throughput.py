@@ -274,13 +274,10 @@ class Bench:
 
     def start(self, spark, topic: str):
         """The job as `streaming run` starts it, plus a recorder of batches and of transitions."""
-        from streaming.job import HEALTH_QUERY, start_job
-        from streaming.sinks import make_batch_writer
+        from streaming.job import HEALTH_QUERY, job_batch_writer, start_job
         cfg = self.job_config(topic)
         self.pushgateway.wipe()  # only this run's groups, as in production
-        checkpoint = Path(cfg.job.checkpoint_location)
-        writer = make_batch_writer(cfg.sink, cfg.health, spool_path=str(checkpoint / "health-events-pending.jsonl"),
-                                   dead_letter_dir=cfg.dead_letters.path)
+        writer = job_batch_writer(cfg)
         transitions: list[tuple[float, dict]] = []
         writer.add_event_listener(
             lambda events: transitions.extend((time.time(), e) for e in events if e["kind"] == "transition"))

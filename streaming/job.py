@@ -180,27 +180,33 @@ class RunningJob:
                 raise q.exception()
 
 
+def job_batch_writer(cfg: JobConfig) -> HealthBatchWriter:
+    """The job's outputs as the config names them: the health topic's undelivered events spooled
+    beside the checkpoint, the rejects under `dead_letters.path` when it is on."""
+    return make_batch_writer(cfg.sink, cfg.health,
+                             spool_path=str(Path(cfg.job.checkpoint_location) / "health-events-pending.jsonl"),
+                             dead_letter_dir=cfg.dead_letters.path if cfg.dead_letters.enabled else None)
+
+
 def start_job(spark: SparkSession, cfg: JobConfig, writer: HealthBatchWriter | None = None) -> RunningJob:
+    """The health query, wired source -> decode -> health state -> outputs (`writer`: the
+    config's own, `job_batch_writer`, unless a caller brings one that watches it)."""
     from streaming.spark_session import use_local_checkpoint_manager
     use_local_checkpoint_manager(spark, cfg.job.checkpoint_location)
     checkpoint = Path(cfg.job.checkpoint_location)
+    if cfg.dead_letters.trigger_interval_ms != DEFAULT_DEAD_LETTER_TRIGGER_MS:
+        log.warning("dead_letters.trigger_interval_ms is no longer used: dead letters are written with every "
+                    "health batch (job.trigger_interval_ms), from the same read of the topic")
+    routed = observe_input(routed_events(spark, cfg))
     # Spark keeps the checkpoint's number of state partitions: say so when the config differs.
     partitions = check_state_partitions(spark, str(checkpoint / "health"),
                                         int(spark.conf.get("spark.sql.shuffle.partitions")))
     layout = health_state_layout(spark, str(checkpoint), str(checkpoint / "health"), partitions)
-    writer = writer or make_batch_writer(cfg.sink, cfg.health,
-                                         spool_path=str(checkpoint / "health-events-pending.jsonl"))
-    if cfg.dead_letters.enabled and writer.dead_letters is None:
-        writer.write_dead_letters_to(cfg.dead_letters.path)
-    listener = _input_listener(spark, writer)
-    trigger = f"{cfg.job.trigger_interval_ms} milliseconds"
-    if cfg.dead_letters.trigger_interval_ms != DEFAULT_DEAD_LETTER_TRIGGER_MS:
-        log.warning("dead_letters.trigger_interval_ms is no longer used: dead letters are written with every "
-                    "health batch (job.trigger_interval_ms), from the same read of the topic")
-
-    routed = observe_input(routed_events(spark, cfg))
     health = build_health_stream(routed, cfg.health, max_future_ms=cfg.decode.max_future_ms, buckets=layout.buckets,
                                  api=layout.processor)
+    writer = writer or job_batch_writer(cfg)
+    listener = _input_listener(spark, writer)
+    trigger = f"{cfg.job.trigger_interval_ms} milliseconds"
     health_query = (health.writeStream.queryName(HEALTH_QUERY).outputMode("update").foreachBatch(writer)
                     .option("checkpointLocation", str(checkpoint / "health"))
                     .trigger(processingTime=trigger).start())

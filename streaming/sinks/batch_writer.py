@@ -35,10 +35,10 @@ class HealthBatchWriter:
         # a poller may poll every half of unreachable_after_ms (quorum collect refuses slower)
         self.snapshot = HealthSnapshot(max_cadence_ms=2 * health_cfg.unreachable_after_ms)
         self._event_listeners: list[Callable[[list[dict[str, Any]]], None]] = []
-        self.dead_letters: DeadLetterFiles | None = None   # the decoder's rejects
-        self.refused: DeadLetterFiles | None = None        # records the state machine refused
-        if dead_letter_dir:
-            self.write_dead_letters_to(dead_letter_dir)
+        # the decoder's rejects and the records the state machine refused; without a directory
+        # they are only counted
+        self.dead_letters = DeadLetterFiles(dead_letter_dir) if dead_letter_dir else None
+        self.refused = DeadLetterFiles(f"{dead_letter_dir.rstrip('/')}/stateful") if dead_letter_dir else None
         self._spark = None  # the batch's session: it writes dead letters to a path with a scheme
         self._dead_by_batch: dict[int, int] = {}  # dead letters of the last few batches, for the log
         self.prometheus = self._make_prometheus()
@@ -56,12 +56,6 @@ class HealthBatchWriter:
         reminders, retractions), before the sinks publish them: for the tools and tests that watch
         verdicts as they are made. A listener that raises fails the batch."""
         self._event_listeners.append(listener)
-
-    def write_dead_letters_to(self, path: str) -> None:
-        """Where the decoder's rejects (`dead_letter` rows) and the records the state machine
-        refuses go; without it they are only counted."""
-        self.dead_letters = DeadLetterFiles(path)
-        self.refused = DeadLetterFiles(f"{path.rstrip('/')}/stateful")
 
     def _make_prometheus(self):
         mode = self.sink_cfg.prometheus.mode

@@ -14,8 +14,7 @@ from prometheus_tools import wait_for
 from quorum.events import encode, from_dict, quorum_key
 from streaming.config import JobConfig
 from streaming.health import statuses as S
-from streaming.job import start_job
-from streaming.sinks import make_batch_writer
+from streaming.job import job_batch_writer, start_job
 
 from .quorum_script import TOPIC, QuorumScript
 
@@ -90,7 +89,7 @@ def start_recorded_job(spark, broker, topic: str, tmp_path, trigger_ms: int = TR
         "dead_letters": {"path": str(tmp_path / "dead")},
         "health": {"tick_ms": trigger_ms},
         "sink": {"prometheus": {"mode": "off"}}})
-    writer = make_batch_writer(cfg.sink, cfg.health)
+    writer = job_batch_writer(cfg)
     seen: list[tuple[float, dict]] = []
     writer.add_event_listener(lambda events: seen.extend((time.time(), e) for e in events if e["kind"] == "transition"))
     job = start_job(spark, cfg, writer)

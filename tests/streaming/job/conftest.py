@@ -34,10 +34,10 @@ def run_one_stateful_batch(spark):
 def recording_writer():
     """`recording_writer(cfg)`: the job's real batch writer, also keeping every event it applied
     (transitions and the rest) in `seen_events`."""
-    from streaming.sinks import make_batch_writer
+    from streaming.job import job_batch_writer
 
     def make(cfg):
-        writer = make_batch_writer(cfg.sink, cfg.health)
+        writer = job_batch_writer(cfg)
         writer.seen_events = []
         writer.add_event_listener(writer.seen_events.extend)
         return writer
