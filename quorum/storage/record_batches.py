@@ -156,6 +156,20 @@ def _read_varint(buf, pos: int) -> tuple[int, int]:
             raise ValueError("varint too long")
 
 
+def _headers(buf: bytes, pos: int) -> tuple[tuple[tuple[str, bytes | None], ...], int]:
+    """A record's headers (their count's varint at `pos`) and the position after them."""
+    count, pos = _read_varint(buf, pos)
+    headers = []
+    for _ in range(count):
+        n, pos = _read_varint(buf, pos)
+        key = buf[pos:pos + n].decode()
+        pos += n
+        n, pos = _read_varint(buf, pos)
+        headers.append((key, None if n < 0 else buf[pos:pos + n]))
+        pos += max(n, 0)
+    return tuple(headers), pos
+
+
 def records_of(batch: bytes | memoryview) -> list[LogRecord]:
     """The records of one (already checked) batch."""
     buf = bytes(batch)
@@ -199,24 +213,10 @@ def records_of(batch: bytes | memoryview) -> list[LogRecord]:
             else:
                 n, pos = rv(buf, pos)
                 value, pos = buf[pos:pos + n], pos + n
-            nh = buf[pos]
-            pos += 1
-            headers = ()
-            if nh:
-                if nh >= 0x80:
-                    nh, pos = rv(buf, pos - 1)
-                else:
-                    nh = (nh >> 1) ^ -(nh & 1)
-                hl = []
-                for _h in range(nh):
-                    n, pos = rv(buf, pos)
-                    hk = buf[pos:pos + n].decode()
-                    pos += n
-                    n, pos = rv(buf, pos)
-                    hv = None if n < 0 else buf[pos:pos + n]
-                    pos += max(n, 0)
-                    hl.append((hk, hv))
-                headers = tuple(hl)
+            if buf[pos]:                              # headers: rare, so a call of their own
+                headers, pos = _headers(buf, pos)
+            else:
+                headers, pos = (), pos + 1
             if pos != end:
                 raise CorruptBatch(0, f"record of {length} bytes ends at {pos - end:+d}")
             out.append(LogRecord(base + offset_delta, epoch, first_ts + ts_delta, key, value, control, headers))
