@@ -164,8 +164,14 @@ def reduce_fetches(records: list[dict[str, Any]], tick_ms: int) -> list[dict[str
             carried.append(run)
         run.last_at = len(out)
         out.append(rec)
+    _stand_for_their_runs(out, carried)
+    return [r for r in out if r is not None]
+
+
+def _stand_for_their_runs(out: list[dict[str, Any] | None], carried: list[_Run]) -> None:
+    """Each kept last record that stands for two gaps or more replaced by a copy carrying the
+    run's `FETCHES` and its gaps' measures."""
     for run in carried:
         if run.fetches > 1:
             out[run.last_at] = {**out[run.last_at], FETCHES: run.fetches, GAP_PEAK_MS: run.peak,
                                 GAP_MEAN_MS: run.mean, GAP_FIRST_MEAN_MS: run.first_mean}
-    return [r for r in out if r is not None]
