@@ -107,6 +107,7 @@ class QuorumNode:
         # replica id -> its data directory's id (uuid.UUID), learned from the Fetch requests it sends
         # (v17 ReplicaDirectoryId); DescribeQuorum v2 reports them. Our own comes from meta.properties.
         self._directory_ids: dict[int, Any] = {}
+        self._handlers = self._request_handlers()
 
     # --- lifecycle ----------------------------------------------------------------------------------
 
@@ -415,32 +416,35 @@ class QuorumNode:
 
     # --- inbound requests ---------------------------------------------------------------------------
 
+    def _request_handlers(self) -> dict[int, Callable[[Request, int | None, Reply], None]]:
+        """How the node answers each API outside the Raft core, by API key; every other request
+        is the core's (`_to_core`)."""
+        return {
+            w.API_VERSIONS: lambda req, peer, reply: reply.send(encode_response(req, rq.api_versions_response())),
+            w.METADATA: lambda req, peer, reply: reply.send(encode_response(req, self._metadata(req.body))),
+            w.DESCRIBE_CLUSTER: lambda req, peer, reply: reply.send(encode_response(req, rq.describe_cluster_response(
+                cluster_id=self.config.cluster_id, brokers=self._brokers(), leader_id=self.core.leader_id))),
+            w.PRODUCE: lambda req, peer, reply: self._produce(req, reply),
+            w.DESCRIBE_QUORUM: lambda req, peer, reply: reply.send_when_done(self._describe_quorum(req)),
+        }
+
     def _handle_request(self, req: Request, peer: int | None, reply: Reply) -> None:
-        key = req.api.key
-        if key == w.API_VERSIONS:
-            reply.send(encode_response(req, rq.api_versions_response()))
-        elif key == w.METADATA:
-            reply.send(encode_response(req, self._metadata(req.body)))
-        elif key == w.DESCRIBE_CLUSTER:
-            reply.send(encode_response(req, rq.describe_cluster_response(
-                cluster_id=self.config.cluster_id, brokers=self._brokers(), leader_id=self.core.leader_id)))
-        elif key == w.PRODUCE:
-            self._produce(req, reply)
-        elif key == w.DESCRIBE_QUORUM:
-            reply.send_when_done(self._describe_quorum(req))
-        else:   # a Raft request: the core answers it from the loop, which writes the reply
-            if isinstance(req.body, fetch_codec.DecodedRequest):
-                core_req = req.body.message
-                self._note_directory(core_req.replica_id, req.body.directory_id)
-            else:
-                core_req = translate.request_from_wire(key, req.version, req.body, self.names)
-                if key == w.FETCH:
-                    self._note_directory_id(req)
-            cid = next(self._inbound_ids)
-            limit = (self.config.request_timeout_ms + self.config.fetch_max_wait_ms) / 1000
-            timer = asyncio.get_running_loop().call_later(limit, self._expire_inbound, cid)
-            self._inbound[cid] = (req, reply, timer)
-            self._post(("msg", m.Message(_source_of(core_req, peer), self.config.node_id, cid, core_req)))
+        self._handlers.get(req.api.key, self._to_core)(req, peer, reply)
+
+    def _to_core(self, req: Request, peer: int | None, reply: Reply) -> None:
+        """A Raft request: the core answers it from the loop, which writes the reply."""
+        if isinstance(req.body, fetch_codec.DecodedRequest):
+            core_req = req.body.message
+            self._note_directory(core_req.replica_id, req.body.directory_id)
+        else:
+            core_req = translate.request_from_wire(req.api.key, req.version, req.body, self.names)
+            if req.api.key == w.FETCH:
+                self._note_directory_id(req)
+        cid = next(self._inbound_ids)
+        limit = (self.config.request_timeout_ms + self.config.fetch_max_wait_ms) / 1000
+        timer = asyncio.get_running_loop().call_later(limit, self._expire_inbound, cid)
+        self._inbound[cid] = (req, reply, timer)
+        self._post(("msg", m.Message(_source_of(core_req, peer), self.config.node_id, cid, core_req)))
 
     def _brokers(self) -> list[tuple[int, str, int]]:
         c = self.config
