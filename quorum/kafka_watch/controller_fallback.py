@@ -38,7 +38,7 @@ def controller_endpoints(info) -> tuple[str, ...]:
 
 
 class ControllerFallback:
-    """The same contract as collector.QuorumPoller (poll never raises, never outlasts the
+    """The same contract as brokers_poller.QuorumPoller (poll never raises, never outlasts the
     timeout), around one: `brokers`."""
 
     def __init__(self, brokers):

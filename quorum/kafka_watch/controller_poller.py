@@ -34,7 +34,7 @@ def _endpoint(text: str) -> tuple[str, int]:
 
 
 class ControllerQuorumPoller:
-    """The same contract as collector.QuorumPoller: `poll()` never raises and never outlasts
+    """The same contract as brokers_poller.QuorumPoller: `poll()` never raises and never outlasts
     `timeout_ms`; `close()` ends its connections."""
 
     def __init__(self, bootstrap_controllers: str, *, timeout_ms: int, topic: str = "__cluster_metadata",

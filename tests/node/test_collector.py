@@ -11,6 +11,7 @@ import pytest
 from quorum import events
 from quorum.cli import main
 from quorum.kafka_watch import collector
+from quorum.kafka_watch.brokers_poller import HEDGE_FRACTION, QuorumPoller
 from quorum.kafka_watch.poll_outcome import PollOutcome
 from quorum.kafka_watch.quorum_info import quorum_info
 from quorum.local_kafka.loopback_ports import free_port
@@ -66,7 +67,7 @@ def test_defaults_are_the_jobs_and_pass_the_rule():
 
 def test_a_refused_connection_is_named_and_bounded_by_the_timeout():
     port = free_port()  # nothing listens there
-    poller = collector.QuorumPoller(f"127.0.0.1:{port}", timeout_ms=800)
+    poller = QuorumPoller(f"127.0.0.1:{port}", timeout_ms=800)
     try:
         outcome = poller.poll()
     finally:
@@ -79,7 +80,7 @@ def test_a_silent_server_gives_a_timeout_within_the_timeout():
     with socket.socket() as s:  # accepts TCP connections, never answers
         s.bind(("127.0.0.1", 0))
         s.listen(8)
-        poller = collector.QuorumPoller(f"127.0.0.1:{s.getsockname()[1]}", timeout_ms=500)
+        poller = QuorumPoller(f"127.0.0.1:{s.getsockname()[1]}", timeout_ms=500)
         start = time.monotonic()
         try:
             outcome = poller.poll()
@@ -199,7 +200,7 @@ def test_a_hung_node_costs_the_poller_part_of_one_poll_and_is_asked_last_after_i
         leader = c.wait_leader()
         c.wait_every_replica_caught_up(leader)
         followers = [i for i in c.voter_ids if i != leader]
-        poller = collector.QuorumPoller(",".join(c.bootstrap(f) for f in followers), timeout_ms=1000,
+        poller = QuorumPoller(",".join(c.bootstrap(f) for f in followers), timeout_ms=1000,
                                         want_cluster_id=False)
         first = c.wait_for(lambda: (o := poller.poll()).info is not None and o, 15, "a first answer")
         hung = first.answered_by
@@ -219,8 +220,8 @@ def test_a_hung_node_costs_the_poller_part_of_one_poll_and_is_asked_last_after_i
     # leader, NOT_LEADER_OR_FOLLOWER while the others elect a new one (the truth of that moment)
     assert all(o.answered_by not in (hung, -1) and (o.info is not None or o.error == "NOT_LEADER_OR_FOLLOWER")
                for o in outcomes), outcomes
-    assert collector.HEDGE_FRACTION * 1000 <= outcomes[0].latency_ms < 1000
-    assert all(o.latency_ms < collector.HEDGE_FRACTION * 1000 for o in outcomes[1:]), outcomes
+    assert HEDGE_FRACTION * 1000 <= outcomes[0].latency_ms < 1000
+    assert all(o.latency_ms < HEDGE_FRACTION * 1000 for o in outcomes[1:]), outcomes
 
 
 def test_through_plaintext_brokers_the_controllers_an_answer_names_are_the_fallback_and_never_when_secured():
@@ -231,7 +232,7 @@ def test_through_plaintext_brokers_the_controllers_an_answer_names_are_the_fallb
     secured = collector.brokers_poller("127.0.0.1:1", 500, {"security_protocol": "SASL_SSL"}, want_cluster_id=False)
     try:
         assert isinstance(plain, ControllerFallback) and plain.bootstrap == "127.0.0.1:1"
-        assert isinstance(secured, collector.QuorumPoller)
+        assert isinstance(secured, QuorumPoller)
     finally:
         plain.close()
         secured.close()
