@@ -707,9 +707,12 @@ def main() -> None:
             floor_fleet: IdleCost | None = None  # the source alone, `--clusters` quorums
             lifecycle = run_lifecycle(bench) if args.lifecycle else {}
             for master in [] if args.lifecycle_only else args.masters:
-                # the job's default state partitions on this master (auto: local[N] takes N)
-                spark = build_spark(master=master, app_name=f"streaming-bench-{master}",
-                                    shuffle_partitions=JobConfig().spark.state_partitions(master),
+                # the state partitions the job gives a new checkpoint on this master with the
+                # workload's quorums in its topic (auto: one per 200, at most the local cores)
+                partitions = JobConfig().spark.state_partitions(master, args.clusters)
+                print(f"{master}: {partitions} state partition(s), as `auto` gives a new checkpoint watching "
+                      f"{args.clusters} quorums", flush=True)
+                spark = build_spark(master=master, app_name=f"streaming-bench-{master}", shuffle_partitions=partitions,
                                     extra_conf=spark_conf(args.spark_settings))
                 spark.sparkContext.setLogLevel("ERROR")
                 if master == "local[2]":  # first, on a fresh JVM

@@ -38,10 +38,17 @@ def recent_quorums(source, enough: int, *, recent_ms: int = RECENT_MS, budget_s:
 
     from quorum.kafka_client import kafka_client_properties as kcp
     from quorum.kafka_client import kafka_failures
+    # the source's login and TLS settings; the rest (fetch sizes, timeouts) is the connector's
+    login = {k: v for k, v in source.client_properties().items() if k in kcp.PYTHON_KEYS}
+    try:
+        security = kcp.librdkafka_config(login, CLIENT)
+    except kcp.ClientPropertiesError as e:  # a login only Kafka's Java client speaks (GSSAPI)
+        log.warning("could not count the quorums of topic %s on %s (%s): the new checkpoint's state partitions "
+                    "are not sized by the fleet", source.topic, source.bootstrap_servers, e)
+        return None
     failures = kafka_failures.LibrdkafkaErrors()
     consumer = Consumer({"bootstrap.servers": source.bootstrap_servers, "group.id": f"quorum-health-{uuid.uuid4().hex}",
-                         "enable.auto.commit": False, "error_cb": failures, "log_level": 0,
-                         **kcp.librdkafka_config(source.client_properties(), CLIENT)})
+                         "enable.auto.commit": False, "error_cb": failures, "log_level": 0, **security})
     deadline = time.monotonic() + budget_s
     try:
         metadata = consumer.list_topics(source.topic, timeout=budget_s).topics.get(source.topic)
@@ -70,9 +77,9 @@ def recent_quorums(source, enough: int, *, recent_ms: int = RECENT_MS, budget_s:
                     todo.pop(m.partition(), None)
         return min(len(quorums), enough)
     except (KafkaException, TimeoutError) as e:
-        why = failures.last[0] if failures.last else e
         log.warning("could not count the quorums of topic %s on %s (%s): the new checkpoint's state partitions "
-                    "are not sized by the fleet", source.topic, source.bootstrap_servers, why)
+                    "are not sized by the fleet", source.topic, source.bootstrap_servers,
+                    failures.last[0] if failures.last else e)
         return None
     finally:
         consumer.close()

@@ -46,6 +46,20 @@ def test_the_quorums_of_the_last_minute_are_counted(broker, topic):
     assert recent_quorums(source, enough=3) == 3  # enough to decide: counted no further
 
 
+def test_the_connectors_own_settings_are_left_to_it_and_a_login_python_cannot_speak_is_no_count(broker, topic,
+                                                                                                   caplog):
+    publish_keys(broker.bootstrap, topic, [quorum_key("c", "t", 0)])
+    tuned = JobConfig.from_dict({"source": {"bootstrap_servers": broker.bootstrap, "topic": topic,
+                                            "kafka": {"fetch.max.wait.ms": "250", "request.timeout.ms": "20000"}}})
+    assert recent_quorums(tuned.source, enough=10) == 1
+    kerberos = JobConfig.from_dict({"source": {"bootstrap_servers": broker.bootstrap, "topic": topic, "kafka": {
+        "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "GSSAPI",
+        "sasl.jaas.config": "com.sun.security.auth.module.Krb5LoginModule required;"}}})
+    assert recent_quorums(kerberos.source, enough=10) is None
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert "GSSAPI is not supported" in warning and "not sized by the fleet" in warning
+
+
 def test_a_topic_not_created_yet_has_no_fleet(broker):
     assert recent_quorums(job_config(broker, "no-such-topic-yet", "unused").source, enough=10) == 0
 
