@@ -27,7 +27,8 @@ from quorum.synthetic import SyntheticConfig, SyntheticQuorum
 from streaming.health import reduce as R
 from streaming.health.config import HealthConfig
 from streaming.health.schema import KEY_COLUMNS, pack_record, unpack_record
-from streaming.health.tracker import QuorumTracker, new_state
+from streaming.health.state import new_state
+from streaming.health.tracker import QuorumTracker
 
 START = 1_700_000_000_000
 

@@ -203,7 +203,7 @@ def start_job(spark: SparkSession, cfg: JobConfig, writer: HealthBatchWriter | N
                                         int(spark.conf.get("spark.sql.shuffle.partitions")))
     layout = health_state_layout(spark, str(checkpoint), str(checkpoint / "health"), partitions)
     health = build_health_stream(routed, cfg.health, max_future_ms=cfg.decode.max_future_ms, buckets=layout.buckets,
-                                 api=layout.processor)
+                                 api=layout.processor, state_version=layout.state_version)
     writer = writer or job_batch_writer(cfg)
     listener = _input_listener(spark, writer)
     trigger = f"{cfg.job.trigger_interval_ms} milliseconds"

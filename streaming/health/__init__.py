@@ -47,7 +47,8 @@ def packed_input(events_df):
 
 
 def build_health_stream(events_df, health_cfg: HealthConfig, api: str | None = None,
-                        max_future_ms: int = DEFAULT_MAX_FUTURE_MS, buckets: int = 0):
+                        max_future_ms: int = DEFAULT_MAX_FUTURE_MS, buckets: int = 0,
+                        state_version: int | None = None):
     """Health rows (schema `HEALTH_SCHEMA`, see schema.py) from the stream of valid events.
 
     `events_df`: the decoded valid records, columns of `quorum.events.envelope_spark_schema()`
@@ -67,7 +68,9 @@ def build_health_stream(events_df, health_cfg: HealthConfig, api: str | None = N
     buckets (`buckets`, the job's layout for a new checkpoint). N must stay the same for the life
     of the checkpoint: `streaming.state_layout.health_state_layout` reads it back. `api`
     ("pandas" or "row") overrides the flavour; the default is the measured choice for the layout
-    (`processor.HEALTH_API`, `buckets.BUCKETED_HEALTH_API`).
+    (`processor.HEALTH_API`, `buckets.BUCKETED_HEALTH_API`). `state_version`: the version the
+    checkpoint's quorums were written in (`state.py`; the layout file records it), default this
+    job's.
 
     Note for drivers and tests: with processing-time timers the operator asks for a (no-data)
     micro-batch at every trigger, so `trigger(availableNow=True)` never finishes and
@@ -91,7 +94,9 @@ def build_health_stream(events_df, health_cfg: HealthConfig, api: str | None = N
     if api not in flavours:
         raise ValueError(f"api must be 'pandas' or 'row', got {api!r}")
     transform = grouped.transformWithStateInPandas if api == "pandas" else grouped.transformWithState
-    packed = transform(statefulProcessor=flavours[api](health_cfg, max_future_ms=max_future_ms),
+    from .state import STATE_VERSION
+    processor = flavours[api](health_cfg, max_future_ms=max_future_ms, state_version=state_version or STATE_VERSION)
+    packed = transform(statefulProcessor=processor,
                        outputStructType=PACKED_HEALTH_SCHEMA, outputMode="Update", timeMode="ProcessingTime")
     # FAILFAST: a value that does not fit its column fails the batch, as Arrow did, rather
     # than becoming a silent null.

@@ -36,7 +36,7 @@ from . import codec
 from .processor import (STATE_SCHEMA, QuorumHealthPandasProcessor, QuorumHealthRowProcessor, _QuorumHealthLogic,
                         dead_letter_rows, freeze_worker_heap, is_dead_letter_key, records_by_quorum)
 from .schema import KEY_COLUMNS, RECORD_JSON
-from .tracker import new_state
+from .state import QuorumState, decode, new_state
 
 BUCKET_COLUMN = "_bucket"
 # What a bucket's input rows carry besides their bucket: the packed record alone. Its quorum's
@@ -62,8 +62,8 @@ def quorum_name(key: tuple) -> str:
     return json.dumps([key[0], key[1], int(key[2])])
 
 
-def _quorum_of(st: dict[str, Any]) -> tuple:
-    return st["cluster_id"], st["topic"], st["partition"]
+def _quorum_of(st: QuorumState) -> tuple:
+    return st.cluster_id, st.topic, st.partition
 
 
 class _BucketLogic(_QuorumHealthLogic):
@@ -73,13 +73,14 @@ class _BucketLogic(_QuorumHealthLogic):
         freeze_worker_heap()
         self.handle = handle
         self.bucket = handle.getValueState(BUCKET_STATE, STATE_SCHEMA)
-        self.quorums: dict[str, dict[str, Any]] = {}
+        self.quorums: dict[str, QuorumState] = {}
         self.timer_ms = -1
 
     def open_bucket(self) -> None:
         stored = self.bucket.get()
         value = codec.loads(stored[0]) if stored is not None else {"timer_ms": -1, "quorums": {}}
-        self.quorums, self.timer_ms = value["quorums"], value["timer_ms"]
+        self.quorums = {name: decode(st, self.state_version) for name, st in value["quorums"].items()}
+        self.timer_ms = value["timer_ms"]
 
     def close_bucket(self, proc_ms: int, fired: bool) -> None:
         """The bucket saved, its timer due when its earliest quorum is; an empty bucket (every
@@ -91,7 +92,7 @@ class _BucketLogic(_QuorumHealthLogic):
             self.bucket.clear()
             return
         # every quorum kept has a due time after this batch (on_input and on_timer set it)
-        self.timer_ms = min(st["timer_ms"] for st in self.quorums.values())
+        self.timer_ms = min(st.timer_ms for st in self.quorums.values())
         if pending != self.timer_ms:
             if pending >= 0:
                 self.handle.deleteTimer(pending)
@@ -102,17 +103,17 @@ class _BucketLogic(_QuorumHealthLogic):
         """Rows of the bucket's quorums due by `proc_ms`, but those in `evaluated`."""
         rows: list[dict[str, Any]] = []
         for name, st in list(self.quorums.items()):
-            if name not in evaluated and 0 <= st["timer_ms"] <= proc_ms:
+            if name not in evaluated and 0 <= st.timer_ms <= proc_ms:
                 rows += self.on_timer(_quorum_of(st), proc_ms)
         return rows
 
-    def _load(self, key: tuple) -> dict[str, Any]:
+    def _load(self, key: tuple) -> QuorumState:
         return self.quorums.get(quorum_name(key)) or new_state(key[0], key[1], int(key[2]))
 
-    def _save(self, st: dict[str, Any]) -> None:
+    def _save(self, st: QuorumState) -> None:
         self.quorums[quorum_name(_quorum_of(st))] = st
 
-    def _forget(self, st: dict[str, Any]) -> None:
+    def _forget(self, st: QuorumState) -> None:
         self.quorums.pop(quorum_name(_quorum_of(st)), None)
 
     # a quorum's due time stays in its state (`timer_ms`); the bucket's timer serves them all

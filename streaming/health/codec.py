@@ -8,9 +8,12 @@ from typing import Any
 
 import orjson
 
+from .state import encode_default
+
 loads = orjson.loads
 
 
 def dumps(value: Any) -> str:
-    """Compact JSON text; non-string keys (a replica id) become strings, as `json` makes them."""
-    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    """Compact JSON text; non-string keys (a replica id) become strings, as `json` makes them;
+    the health state's types (state.py) as their fields."""
+    return orjson.dumps(value, default=encode_default, option=orjson.OPT_NON_STR_KEYS).decode()

@@ -50,7 +50,8 @@ from .clocks import anchor_processing
 from .config import HealthConfig
 from .raw_records import decide, is_raw
 from .schema import DEAD_LETTER_KEY, DEAD_LETTER_KIND, HEALTH_JSON, RECORD_JSON, pack_health_row, unpack_record
-from .tracker import QuorumTracker, new_state
+from .state import STATE_VERSION, QuorumState, decode, new_state
+from .tracker import QuorumTracker
 
 # Types, not DDL text: PySpark sends DDL to the JVM to be parsed (a round trip and Spark's SQL
 # parser) every time a task opens its state, each micro-batch.
@@ -90,8 +91,11 @@ def chunks(items: Iterable[Any]) -> Iterator[list[Any]]:
 class _QuorumHealthLogic:
     """What both processors do, on plain lists of record dicts and output row dicts."""
 
-    def __init__(self, cfg: HealthConfig, wall_clock_ms: Callable[[], int] | None = None):
+    def __init__(self, cfg: HealthConfig, wall_clock_ms: Callable[[], int] | None = None,
+                 state_version: int = STATE_VERSION):
+        """`state_version`: the version the checkpoint's health state was written in (state.py)."""
         self.cfg = cfg
+        self.state_version = state_version
         # Silence is measured from when the input was *processed* (wall clock), not from the
         # start of its micro-batch, so a slow batch does not count as the quorum being silent.
         self.wall_clock_ms = wall_clock_ms or (lambda: int(time.time() * 1000))
@@ -106,7 +110,7 @@ class _QuorumHealthLogic:
         self.replicas = handle.getMapState("replicas", REPLICA_KEY_SCHEMA, STATE_SCHEMA)
         self._replicas_in_map = False
 
-    def _load(self, key: tuple) -> dict[str, Any]:
+    def _load(self, key: tuple) -> QuorumState:
         stored = self.state.get()
         self._replicas_in_map = False
         if stored is None:
@@ -116,15 +120,15 @@ class _QuorumHealthLogic:
         if "replicas" not in st:
             st["replicas"] = {k[0]: codec.loads(v[0]) for k, v in self.replicas.iterator()}
             self._replicas_in_map = True
-        return st
+        return decode(st, self.state_version)
 
-    def _save(self, st: dict[str, Any]) -> None:
+    def _save(self, st: QuorumState) -> None:
         self.state.update((codec.dumps(st),))
         if self._replicas_in_map:
             self.replicas.clear()
             self._replicas_in_map = False
 
-    def _forget(self, st: dict[str, Any]) -> None:
+    def _forget(self, st: QuorumState) -> None:
         self.state.clear()
         self.replicas.clear()
 
@@ -150,17 +154,17 @@ class _QuorumHealthLogic:
     def close_input(self, tracker: QuorumTracker, proc_ms: int) -> list[dict[str, Any]]:
         """The quorum evaluated after its batch's records, its timer set and its state saved."""
         st = tracker.s
-        st["last_input_proc_ms"] = proc_ms
-        st["last_input_wall_ms"] = max(proc_ms, self.wall_clock_ms())
-        rows = tracker.evaluate(proc_ms, silent=False, wall_ms=st["last_input_wall_ms"])
-        if 0 <= st["timer_ms"] <= proc_ms:
+        st.last_input_proc_ms = proc_ms
+        st.last_input_wall_ms = max(proc_ms, self.wall_clock_ms())
+        rows = tracker.evaluate(proc_ms, silent=False, wall_ms=st.last_input_wall_ms)
+        if 0 <= st.timer_ms <= proc_ms:
             # Due in this very batch, where it would only load and save the state just evaluated:
             # a quorum that sends in every batch is then never visited twice per batch.
-            self._delete_timer(st["timer_ms"])
-            st["timer_ms"] = -1
-        if st["timer_ms"] < 0:
-            st["timer_ms"] = proc_ms + self.cfg.tick_ms
-            self._register_timer(st["timer_ms"])
+            self._delete_timer(st.timer_ms)
+            st.timer_ms = -1
+        if st.timer_ms < 0:
+            st.timer_ms = proc_ms + self.cfg.tick_ms
+            self._register_timer(st.timer_ms)
         self._save(st)
         return rows
 
@@ -170,21 +174,23 @@ class _QuorumHealthLogic:
         # counted from this run's start at the earliest, and the first tick of a run restarts
         # the processing clock where the quorum's clock stands, rather than moving it on by the
         # time the job was away (its records of that time are still to be read).
-        if st.get("emitted_run") != self.run_id:
-            anchor_processing(st["clock"], proc_ms)
-        silence = max(0, proc_ms - max(st.get("last_input_wall_ms", st["last_input_proc_ms"]), self.run_id))
+        if st.emitted_run != self.run_id:
+            anchor_processing(st.clock, proc_ms)
+        # the wall clock of the last input, never before its batch's time (a state saved before
+        # the wall clock was kept has the batch's time alone)
+        silence = max(0, proc_ms - max(st.last_input_wall_ms, st.last_input_proc_ms, self.run_id))
         if silence >= self.cfg.quorum_forget_ms:
             self._forget(st)
-            st["event_seq"] += 1
-            return [{"kind": "forget", "cluster_id": st["cluster_id"], "topic": st["topic"],
-                     "partition": st["partition"], "seq": st["seq"] + 1, "event_seq": st["event_seq"],
-                     "now_ms": st["clock"]["now"] + silence, "proc_ms": proc_ms,
-                     "last_input_proc_ms": st["last_input_proc_ms"], "silent": True,
+            st.event_seq += 1
+            return [{"kind": "forget", "cluster_id": st.cluster_id, "topic": st.topic,
+                     "partition": st.partition, "seq": st.seq + 1, "event_seq": st.event_seq,
+                     "now_ms": st.clock["now"] + silence, "proc_ms": proc_ms,
+                     "last_input_proc_ms": st.last_input_proc_ms, "silent": True,
                      "reason": f"quorum silent for {silence} ms"}]
-        st["timer_ms"] = proc_ms + self.cfg.tick_ms
-        self._register_timer(st["timer_ms"])
+        st.timer_ms = proc_ms + self.cfg.tick_ms
+        self._register_timer(st.timer_ms)
         rows: list[dict[str, Any]] = []
-        if st["last_input_proc_ms"] != proc_ms:  # else on_input has just evaluated and emitted
+        if st.last_input_proc_ms != proc_ms:  # else on_input has just evaluated and emitted
             rows = QuorumTracker(self.cfg, st, self.run_id).evaluate(proc_ms, silent=True)
         self._save(st)
         return rows
@@ -197,8 +203,8 @@ class _QuorumHealthProcessor(StatefulProcessor):
     logic_class = _QuorumHealthLogic
 
     def __init__(self, cfg: HealthConfig, wall_clock_ms: Callable[[], int] | None = None,
-                 max_future_ms: int = DEFAULT_MAX_FUTURE_MS):
-        self.logic = self.logic_class(cfg, wall_clock_ms)
+                 max_future_ms: int = DEFAULT_MAX_FUTURE_MS, state_version: int = STATE_VERSION):
+        self.logic = self.logic_class(cfg, wall_clock_ms, state_version)
         self.max_future_ms = max_future_ms
 
     def init(self, handle: StatefulProcessorHandle) -> None:

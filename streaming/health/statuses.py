@@ -37,7 +37,7 @@ def is_improvement(kind: str, old: str, new: str) -> bool:
         return False  # to or from unknown: no evidence to hold on to
     return rank[new] < rank[old]
 
-# Why a replica is not caught up (`cause`), from the evidence the job has; see tracker.py.
+# Why a replica is not caught up (`cause`), from the evidence the job has; see replica_verdicts.py.
 PARTITIONED = "partitioned"      # alive (its own records arrive) but its fetches do not reach the leader
 DOWN = "down"                    # nothing from the node at all, or its records stopped with its fetches
 REJECTED = "rejected"            # its fetches reach the leader and are refused (the error is named)

@@ -26,7 +26,8 @@ from quorum.kafka_watch.kafka_node_metrics import NodeMetricsReader
 from quorum.local_kafka import kafka_shapes
 from quorum.local_kafka.kafka_cluster import KafkaCluster
 from streaming.health.config import HealthConfig
-from streaming.health.tracker import QuorumTracker, new_state
+from streaming.health.state import new_state
+from streaming.health.tracker import QuorumTracker
 
 INTERVAL_MS = 1000  # quorum collect's default, the interval docs/deployment.md documents
 

@@ -18,7 +18,8 @@ from quorum import events
 from quorum.node.local_cluster import Cluster
 from streaming.health import statuses as S
 from streaming.health.config import HealthConfig
-from streaming.health.tracker import QuorumTracker, new_state
+from streaming.health.state import new_state
+from streaming.health.tracker import QuorumTracker
 
 pytestmark = pytest.mark.slow
 

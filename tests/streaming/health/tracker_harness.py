@@ -10,7 +10,8 @@ from quorum.synthetic import SyntheticConfig, SyntheticQuorum, demo_faults
 
 from streaming.health.config import HealthConfig
 from streaming.health.schema import EVENT_KINDS, pack_record, unpack_record
-from streaming.health.tracker import QuorumTracker, new_state
+from streaming.health.state import new_state
+from streaming.health.tracker import QuorumTracker
 
 from .quorum_script import KEY, T0, QuorumScript
 

@@ -85,7 +85,8 @@ def test_a_checkpoint_written_one_quorum_per_key_resumes_its_state(spark, broker
     writer2, views = run_then_resume(spark, broker, topic_factory(partitions=2), root, recording_writer,
                                      as_before_the_buckets)
     assert any("keeps one quorum per state key" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
-    assert json.loads((root / LAYOUT_FILE).read_text()) == {"health_state_buckets": 0, "health_state_processor": "row"}
+    assert json.loads((root / LAYOUT_FILE).read_text()) == {"health_state_buckets": 0, "health_state_processor": "row",
+                                                            "health_state_version": 1}
     # the state came back: no second verdict from scratch, the cut-off voter still unreachable
     assert flagged(writer2, "unreachable") == []
     assert views["cluster-0"].replicas[2]["status"] == "unreachable"

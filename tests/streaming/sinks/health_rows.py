@@ -5,7 +5,8 @@ from typing import Any
 
 from health.quorum_script import TOPIC, QuorumScript
 from streaming.health.config import HealthConfig
-from streaming.health.tracker import QuorumTracker, new_state
+from streaming.health.state import new_state
+from streaming.health.tracker import QuorumTracker
 
 
 class ScriptedQuorum:
@@ -24,7 +25,7 @@ class ScriptedQuorum:
         if silent:
             return tracker.evaluate(proc_ms, silent=True, wall_ms=self.wall_ms)
         tracker.apply_all(self.script.run(ms))
-        self.state["last_input_proc_ms"] = proc_ms
+        self.state.last_input_proc_ms = proc_ms
         return tracker.evaluate(proc_ms, silent=False, wall_ms=self.wall_ms)
 
 
