@@ -26,7 +26,6 @@ import signal
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from confluent_kafka import KafkaException
@@ -38,6 +37,7 @@ from quorum.local_kafka import kafka_logging
 from quorum.local_kafka.cgroup import preexec_joining
 from quorum.local_kafka.kafka_broker import (SINGLE_NODE_SETTINGS, BrokerError, java_command, random_cluster_id,
                                              terminate, write_properties)
+from quorum.local_kafka.kafka_node import BROKER_HEAP, CONTROLLER_HEAP, KafkaNode, jmx_exporter_agent
 from quorum.local_kafka.kafka_shapes import FIRST_DYNAMIC, TOPOLOGIES, VOTER_SETS
 from quorum.local_kafka.loopback_ports import free_port
 from quorum.local_kafka.tcp_connections import remote_ports
@@ -45,56 +45,6 @@ from quorum.node.peer_client import describe_quorum_directly
 
 DEFAULT_START_TIMEOUT_S = 120.0
 FORMAT_TIMEOUT_S = 120.0  # StorageTool: a JVM that formats and exits, seconds even on a loaded machine
-JMX_EXPORTER_RULES = jvm.REPOSITORY / "deploy" / "kafka-jmx-exporter.yml"
-CONTROLLER_HEAP = "256m"
-BROKER_HEAP = "512m"
-
-
-def random_directory_id() -> str:
-    """A directory id as Kafka writes it: the same form as a cluster id."""
-    return random_cluster_id()
-
-
-def jmx_exporter_agent(host: str, port: int) -> str:
-    """The JVM option that attaches the JMX exporter, with the project's Kafka rules."""
-    return f"-javaagent:{jvm.jars(jvm.JMX_EXPORTER)[0]}={host}:{port}:{JMX_EXPORTER_RULES}"
-
-
-@dataclass
-class KafkaNode:
-    """One process of the cluster: a controller, a broker, or both (combined)."""
-    node_id: int
-    role: str  # "controller", "broker" or "combined"
-    port: int  # its client (PLAINTEXT) listener; a dedicated controller's CONTROLLER listener
-    data_dir: Path
-    controller_port: int | None = None  # its CONTROLLER listener (a dedicated controller's is `port`)
-    directory_id: str = field(default_factory=random_directory_id)
-    metrics_port: int | None = None  # the JMX exporter agent's HTTP port, when attached
-    proc: subprocess.Popen | None = None
-    log_file: object = None
-
-    @property
-    def is_controller(self) -> bool:
-        return self.role in ("controller", "combined")
-
-    @property
-    def is_broker(self) -> bool:
-        return self.role in ("broker", "combined")
-
-    @property
-    def process_roles(self) -> str:
-        return "broker,controller" if self.role == "combined" else self.role
-
-    @property
-    def log_path(self) -> Path:
-        return self.data_dir / "kafka.log"
-
-    @property
-    def pid(self) -> int | None:
-        return self.proc.pid if self.proc else None
-
-    def running(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
 
 
 class KafkaCluster:

@@ -22,7 +22,7 @@ import sys
 from quorum.kafka_client import kafka_client_properties
 from quorum.local_kafka.kafka_broker import ensure_topic
 from quorum.synthetic.faults import FAULT_KINDS, FaultSpecError, demo_faults, parse_duration_ms, parse_fault
-from quorum.synthetic.model import SyntheticConfig
+from quorum.synthetic.config import SyntheticConfig
 from quorum.synthetic.publish import PublishError, publish
 
 DEFAULT_TOPIC = "quorum-events"

@@ -10,7 +10,8 @@ from typing import Callable
 
 from confluent_kafka import Producer
 
-from quorum.synthetic.model import SyntheticConfig, SyntheticQuorum
+from quorum.synthetic.config import SyntheticConfig
+from quorum.synthetic.model import SyntheticQuorum
 
 # Same partitioner as Kafka's Java client and kafka-python (murmur2), so a quorum's key lands
 # in the same partition whichever client published it (tests/foundation/test_events.py proves it).

@@ -22,7 +22,7 @@ import yaml
 from quorum import jvm
 from quorum.http_client_config import NO_CLIENT_CONFIG, HttpClientConfig, load_http_client_config
 from quorum.kafka_watch.kafka_node_metrics import NodeMetricsReader, scrape
-from quorum.local_kafka.kafka_cluster import JMX_EXPORTER_RULES
+from quorum.local_kafka.kafka_node import JMX_EXPORTER_RULES
 from quorum.local_kafka.loopback_ports import free_port
 
 STAND_IN = Path(__file__).with_name("RaftMetricsStandIn.java")
