@@ -194,18 +194,24 @@ def _fields(cls: type, value: dict[str, Any], strict: bool) -> dict[str, Any]:
     return value
 
 
-def _verdict(value: dict[str, Any] | None, strict: bool) -> Verdict | None:
-    return None if value is None else Verdict(**_fields(Verdict, value, strict))
+def _make(cls: type, value: dict[str, Any], strict: bool):
+    """`cls` from its stored fields; the check for fields it does not know only when the
+    constructor refuses them (every quorum is read in every micro-batch: the usual case is fast)."""
+    try:
+        return cls(**value)
+    except TypeError:
+        return cls(**_fields(cls, value, strict))
 
 
 def _replica(value: dict[str, Any], strict: bool) -> ReplicaState:
-    value = dict(_fields(ReplicaState, value, strict))
-    value["status"] = _verdict(value.get("status"), strict)
-    if value.get("rejected") is not None:
-        value["rejected"] = Refusal(*value["rejected"])
-    if value.get("lag_ref") is not None:
-        value["lag_ref"] = LagSample(*value["lag_ref"])
-    return ReplicaState(**value)
+    r = _make(ReplicaState, value, strict)
+    if r.status is not None:
+        r.status = _make(Verdict, r.status, strict)
+    if r.rejected is not None:
+        r.rejected = Refusal(*r.rejected)
+    if r.lag_ref is not None:
+        r.lag_ref = LagSample(*r.lag_ref)
+    return r
 
 
 def decode(value: dict[str, Any], version: int = STATE_VERSION) -> QuorumState:
@@ -215,14 +221,15 @@ def decode(value: dict[str, Any], version: int = STATE_VERSION) -> QuorumState:
                          f"({VERSION_BEFORE_TYPES} or {STATE_VERSION})")
     strict = version == STATE_VERSION
     try:
-        value = dict(_fields(QuorumState, value, strict))
-        value["status"] = _verdict(value.get("status"), strict)
-        if value.get("view") is not None:
-            value["view"] = LeaderView(**_fields(LeaderView, value["view"], strict))
-        if value.get("poll") is not None:
-            value["poll"] = PollState(**_fields(PollState, value["poll"], strict))
-        value["reports"] = {n: Report(*r) for n, r in value.get("reports", {}).items()}
-        value["replicas"] = {rid: _replica(r, strict) for rid, r in value.get("replicas", {}).items()}
-        return QuorumState(**value)
+        s = _make(QuorumState, value, strict)
+        if s.status is not None:
+            s.status = _make(Verdict, s.status, strict)
+        if s.view is not None:
+            s.view = _make(LeaderView, s.view, strict)
+        if s.poll is not None:
+            s.poll = _make(PollState, s.poll, strict)
+        s.reports = {n: Report(*r) for n, r in s.reports.items()}
+        s.replicas = {rid: _replica(r, strict) for rid, r in s.replicas.items()}
+        return s
     except TypeError as e:  # a field missing that has no default, or a value of the wrong shape
         raise StateError(f"a stored quorum cannot be read in health state version {version}: {e}") from e
