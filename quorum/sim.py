@@ -21,10 +21,12 @@ import time
 from dataclasses import dataclass, field
 
 from quorum import events as contract
+from quorum.contract_records import records
 from quorum.raft.config import RaftConfig
 from quorum.raft.log import MemoryLog
 from quorum.raft.messages import Message
 from quorum.raft.node import NotLeaderError, RaftNode
+from quorum.raft.observations import StateTransition
 from quorum.raft.output import Output, leaves_before_flush
 from quorum.raft.quorum_state_store import MemoryQuorumStateStore
 
@@ -159,10 +161,10 @@ class Simulation:
         """The caller's side of the contract: flush, then send, then apply (fetch responses
         with a durable high watermark leave before the flush)."""
         if self.validate_events:
-            for e in out.events:
+            for e in records(n.raft, out.observations):
                 contract.validate(e)
-        for e in out.events:
-            if isinstance(e, contract.StateChange) and e.to_state == "leader":
+        for o in out.observations:
+            if isinstance(o, StateTransition) and o.to_state == "leader":
                 self.stats["elections"] += 1
         if out.flush_log or n.flush_queue:
             flushed = n.log.flushed_end_offset()

@@ -33,6 +33,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from quorum.contract_records import metrics_record, records
 from quorum.node.config import NodeConfig
 from quorum.node.faults import Faults
 from quorum.node.peer_client import Codec, PeerClients, PeerUnavailable, settle
@@ -307,18 +308,19 @@ class QuorumNode:
                     self._send_request(msg)
                 else:
                     self._respond(msg)   # a no-op for one already sent before the flush
-        for out in outputs:
+        published = [records(self.core, out.observations) for out in outputs]
+        for out, recs in zip(outputs, published):
             if out.cannot_follow is not None and out.cannot_follow != self._cannot_follow:
                 log.error("node %d: %s", self.config.node_id, out.cannot_follow)
             if out.cannot_follow is not None or out.appended:
                 self._cannot_follow = out.cannot_follow
-            for ev in out.events:
+            for ev in recs:
                 if ev.TYPE == "state_change":
                     log.info("node %d: %s -> %s, epoch %d, leader %d (%s)", ev.node_id, ev.from_state,
                              ev.to_state, ev.epoch, ev.leader_id, ev.reason)
         if self.publisher is not None:
-            for out in outputs:
-                for ev in out.events:
+            for recs in published:
+                for ev in recs:
                     self.publisher.publish(self.faults.stamped(ev))
 
     def _respond(self, msg: m.Message) -> None:
@@ -572,8 +574,8 @@ class QuorumNode:
         interval = self.config.metrics_interval_ms / 1000
         while not self._stopping:
             await asyncio.sleep(interval)
-            self.publisher.publish(self.faults.stamped(self.core.metrics_record(now_ms(),
-                                                                                self.publisher.dropped_total)))
+            self.publisher.publish(self.faults.stamped(metrics_record(self.core, now_ms(),
+                                                                      self.publisher.dropped_total)))
 
     def status(self) -> dict:
         core = self.core

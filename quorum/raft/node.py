@@ -27,7 +27,6 @@ import random
 from collections import deque
 from typing import Sequence
 
-from quorum import events
 from quorum.raft.config import DEFAULT_TOPIC, RaftConfig
 from quorum.raft.epoch_states import (CandidateState, EpochState, FollowerState, ProspectiveState,
                                       ResignedState, UnattachedState)
@@ -46,6 +45,7 @@ from quorum.raft.messages import (NO_LEADER, BeginQuorumEpochPartitionRequest, B
                                   VotePartitionResponse, VoteRequest, VoteResponse, VoteTopicRequest,
                                   VoteTopicResponse)
 from quorum.raft.metrics import MetricsTracker, RaftMetrics
+from quorum.raft.observations import FetchObservation, StateTransition
 from quorum.raft.output import Output
 from quorum.raft.quorum_state_store import ElectionState, QuorumStateStore
 
@@ -62,10 +62,6 @@ class NotLeaderError(Exception):
 class SafetyError(RuntimeError):
     """The core was asked to do something that would break Raft's guarantees (for example
     truncate below the high watermark). Raised rather than done: stop the node."""
-
-
-# Events use the contract's state names; pre-vote has none there, it is an election attempt.
-_EVENT_STATE = {"prospective": "candidate"}
 
 
 class _Pending:
@@ -233,23 +229,6 @@ class RaftNode:
             last_committed_record_offset=self.high_watermark - 1,
             last_applied_record_lag_ms=now - la.append_time_ms if la else -1)
 
-    def metrics_record(self, now: int, dropped_events_total: int = 0) -> events.Metrics:
-        """The event contract's Metrics record for this node."""
-        m = self.metrics(now)
-        state = _EVENT_STATE.get(m.current_state, m.current_state)
-        # The events keep -1 for a resigned node (as its state_change does): the health job
-        # reads a named leader as a hint of who leads, and a resigned node leads nothing.
-        leader = NO_LEADER if m.current_state == "resigned" else m.current_leader
-        return events.Metrics(
-            cluster_id=self.cluster_id, topic=self.topic, partition=self.partition, time_ms=now,
-            node_id=self.node_id, state=state, leader_id=leader, epoch=m.current_epoch,
-            log_end_offset=m.log_end_offset, high_watermark=m.high_watermark,
-            last_applied_offset=m.last_applied_record_offset,
-            last_applied_timestamp_ms=m.last_applied_record_timestamp,
-            last_committed_offset=m.last_committed_record_offset,
-            last_applied_lag_ms=m.last_applied_record_lag_ms, voter_set=self.voters,
-            dropped_events_total=dropped_events_total)
-
     # ------------------------------------------------------------------ step bookkeeping
 
     def _begin(self, now: int) -> None:
@@ -320,12 +299,8 @@ class RaftNode:
             if isinstance(new, (FollowerState, LeaderState)) and self._election_started_ms is not None:
                 self._metrics.election_latency.record(now - self._election_started_ms, now)
                 self._election_started_ms = None
-            self._out.events.append(events.StateChange(
-                cluster_id=self.cluster_id, topic=self.topic, partition=self.partition, time_ms=max(now, 0),
-                node_id=self.node_id, from_state=_EVENT_STATE.get(old_name, old_name),
-                to_state=_EVENT_STATE.get(new_name, new_name), epoch=new.epoch,
-                leader_id=new.leader_id if not isinstance(new, ResignedState) else NO_LEADER,
-                reason=reason))
+            self._out.observations.append(StateTransition(now, old_name, new_name, new.epoch, new.leader_id,
+                                                          reason))
 
     def _send(self, destination: int, body, kind: str | None = None, correlation_id: int | None = None) -> int:
         """Send a request (kind given: tracked for its answer) or a response (correlation id given)."""
@@ -727,23 +702,21 @@ class RaftNode:
         self._send(target, body, kind="discovery")
         st.next_discovery_ms = self._now + self.config.request_timeout_ms
 
-    def _fetch_event(self, req: FetchRequest, part: FetchPartition, outcome: str, leader_leo: int) -> None:
+    def _observe_fetch(self, req: FetchRequest, part: FetchPartition, error: int, leader_leo: int,
+                       diverging: bool = False) -> None:
+        """Report a replica's fetch as answered (a consumer's, replica id -1, is no replica's)."""
         if req.replica_id < 0:
             return
         st = self.state
         progress = None
-        if isinstance(st, LeaderState):   # the leader's KIP-836 view of the replica, as it stands now
+        leading = isinstance(st, LeaderState)
+        if leading:   # the leader's KIP-836 view of the replica, as it stands now
             progress = st.known_progress(req.replica_id)
         end, fetched, caught_up = ((progress.end_offset, progress.last_fetch_timestamp,
                                     progress.last_caught_up_timestamp) if progress is not None else (-1, -1, -1))
-        self._out.events.append(events.Fetch(
-            cluster_id=self.cluster_id, topic=self.topic, partition=self.partition, time_ms=max(self._now, 0),
-            leader_id=self.node_id, leader_epoch=self.state.epoch, replica_id=req.replica_id,
-            replica_role="voter" if req.replica_id in self.voters else "observer",
-            fetch_offset=max(part.fetch_offset, 0), fetch_epoch=max(part.last_fetched_epoch, 0),
-            leader_log_end_offset=leader_leo, high_watermark=min(self.high_watermark, leader_leo),
-            outcome=outcome, replica_log_end_offset=end, last_fetch_timestamp_ms=fetched,
-            last_caught_up_timestamp_ms=caught_up))
+        self._out.observations.append(FetchObservation(
+            self._now, st.epoch, leading, req.replica_id, part.fetch_offset, part.last_fetched_epoch,
+            leader_leo, self.high_watermark, error, diverging, end, fetched, caught_up))
 
     def _fetch_response(self, message: Message, error: int, hw: int = -1, diverging: EpochEndOffset | None = None,
                         records: tuple = (), top_error: int = Errors.NONE) -> None:
@@ -759,14 +732,10 @@ class RaftNode:
         st = self.state
         leo = self.log.end_offset()
         part = self._our_partition(req.topics, "topic")
-        # A fetch record speaks for the leader (its leader_id is the node answering): a node that
-        # is not the leader records `not_leader`, whichever error Kafka's order of checks (cluster
-        # id, then epoch, then leadership) puts on the wire. A follower's "fenced" would read as a
-        # second leader of its epoch.
-        leading = isinstance(st, LeaderState)
+        # Kafka's order of checks: cluster id, then epoch, then leadership.
         if not self._cluster_ok(req.cluster_id):
             if part is not None:
-                self._fetch_event(req, part, "inconsistent_cluster_id" if leading else "not_leader", leo)
+                self._observe_fetch(req, part, Errors.INCONSISTENT_CLUSTER_ID, leo)
             self._fetch_response(message, Errors.NONE, top_error=Errors.INCONSISTENT_CLUSTER_ID)
             return
         if part is None:
@@ -774,19 +743,17 @@ class RaftNode:
             return
         if (req.max_wait_ms < 0 or part.fetch_offset < 0 or part.last_fetched_epoch < 0
                 or part.last_fetched_epoch > part.current_leader_epoch):
-            # Kafka's INVALID_REQUEST; the event contract has no such outcome: these are offsets
-            # outside the log (below its start), so they are recorded as out of range.
-            error, outcome = Errors.INVALID_REQUEST, "offset_out_of_range"
+            error = Errors.INVALID_REQUEST
         elif part.current_leader_epoch < st.epoch:
-            error, outcome = Errors.FENCED_LEADER_EPOCH, "fenced"
+            error = Errors.FENCED_LEADER_EPOCH
         elif part.current_leader_epoch > st.epoch:
-            error, outcome = Errors.UNKNOWN_LEADER_EPOCH, "unknown_leader_epoch"
-        elif not leading:
-            error, outcome = Errors.NOT_LEADER_OR_FOLLOWER, "not_leader"
+            error = Errors.UNKNOWN_LEADER_EPOCH
+        elif not isinstance(st, LeaderState):
+            error = Errors.NOT_LEADER_OR_FOLLOWER
         else:
             self._leader_handle_fetch(st, message, req, part, leo)
             return
-        self._fetch_event(req, part, outcome if leading else "not_leader", leo)
+        self._observe_fetch(req, part, error, leo)
         self._fetch_response(message, error, self.high_watermark)
 
     def _leader_handle_fetch(self, st: LeaderState, message: Message, req: FetchRequest,
@@ -801,7 +768,7 @@ class RaftNode:
             # the follower truncates to it and goes on (an error answer left it stuck).
             e, end = self.log.end_offset_for_epoch(fetched_epoch)
             if e != fetched_epoch or offset > end:
-                self._fetch_event(req, part, "diverging", leo)
+                self._observe_fetch(req, part, Errors.NONE, leo, diverging=True)
                 self._fetch_response(message, Errors.NONE, self.high_watermark, EpochEndOffset(e, end))
                 return
         if is_voter:   # only a valid fetch endorses the leader and counts for check quorum
@@ -813,7 +780,7 @@ class RaftNode:
                 self._maybe_advance_high_watermark(st)
         else:
             progress = None
-        self._fetch_event(req, part, "valid", leo)
+        self._observe_fetch(req, part, Errors.NONE, leo)
         old = st.parked.pop(replica, None)
         if old is not None:   # a newer fetch supersedes a parked one: answer the old one empty
             self._fetch_response(old.message, Errors.NONE, self.high_watermark)
