@@ -28,8 +28,8 @@ from collections import deque
 from typing import Sequence
 
 from quorum.raft.config import DEFAULT_TOPIC, RaftConfig
-from quorum.raft.epoch_states import (CandidateState, EpochState, FollowerState, ProspectiveState,
-                                      ResignedState, UnattachedState)
+from quorum.raft.epoch_states import (CampaignState, CandidateState, EpochState, FollowerState,
+                                      ProspectiveState, ResignedState, UnattachedState)
 from quorum.raft.leader_state import LeaderState, ParkedFetch
 from quorum.raft import kafka_records
 from quorum.raft.log import DATA, LEADER_CHANGE, NOOP, LogRecord, ReplicatedLog
@@ -101,7 +101,6 @@ class RaftNode:
         self._pending: dict[int, _Pending] = {}
         self._commit_waits: deque[tuple[int, int]] = deque()  # (end offset, append time)
         self._election_started_ms: int | None = None
-        self._last_fetch_ok = (-1, NO_LEADER, 0)  # (epoch, leader, time) of the last good fetch answer
         self._metrics = MetricsTracker()
         self._next_metrics_ms = now
         self._out = Output()
@@ -122,14 +121,15 @@ class RaftNode:
     def tick(self, now: int) -> Output:
         self._begin(now)
         self._expire_pending()
-        self._TICKS[self.state.name](self)
+        st = self.state
+        self._TICKS[type(st)](self, st)
         return self._finish()
 
     def append(self, values: Sequence[bytes], now: int) -> Output:
         """Append data records as leader; `Output.append_offsets` has their offsets. They are
         committed once `Output.committed` of a later (or this) call contains them."""
         st = self.state
-        if not isinstance(st, LeaderState):
+        if not self.is_leader:
             raise NotLeaderError(self._known_leader(), st.epoch)
         self._begin(now)
         if values:
@@ -141,31 +141,18 @@ class RaftNode:
     def resign(self, now: int) -> Output:
         """Graceful shutdown: a leader sends EndQuorumEpoch and resigns; others do nothing."""
         self._begin(now)
-        if isinstance(self.state, LeaderState):
+        if self.is_leader:
             self._resign(self.state, "graceful shutdown")
         return self._finish()
 
     def next_deadline(self) -> int:
         """When `tick` must next be called."""
         st = self.state
-        d = st.deadline()
-        if isinstance(st, FollowerState):
-            if not self.is_voter and self._now >= st.fetch_deadline:
-                d = None   # past its fetch timeout an observer only has fetches to (re)send
-            nf = st.next_fetch_ms if st.inflight_fetch is None and not st.leader_resigned else None
-            if nf is not None and (d is None or nf < d):
-                d = nf
-        elif isinstance(st, UnattachedState) and not self.is_voter:
-            d = st.next_discovery_ms
-        elif isinstance(st, LeaderState) and self.config.max_idle_interval_ms > 0:
-            noop = st.last_append_ms + self.config.max_idle_interval_ms
-            if noop < d:
-                d = noop
-        elif isinstance(st, ResignedState):
-            waiting = self._end_in_flight()
-            for v in st.unacked:
-                if v not in waiting and st.next_end_ms[v] < d:
-                    d = st.next_end_ms[v]
+        d = st.deadline(self._now, self.is_voter)
+        if isinstance(st, ResignedState):   # resends wait for no answer in flight: the requests know
+            end = st.next_end_quorum_epoch(self._end_in_flight())
+            if end is not None and end < d:
+                d = end
         for p in self._pending.values():
             if d is None or p.deadline < d:
                 d = p.deadline
@@ -186,17 +173,12 @@ class RaftNode:
     @property
     def state_name(self) -> str:
         """raft-metrics current-state."""
-        st = self.state
-        if not self.is_voter and not isinstance(st, LeaderState):
-            return "observer"
-        if isinstance(st, UnattachedState) and st.voted_id != -1:
-            return "voted"
-        return st.name
+        return self.state.current_state(self.is_voter)
 
     def describe_quorum(self, now: int) -> DescribeQuorumPartitionResponse:
         """The DescribeQuorum answer for this partition, as this node would give it."""
         st = self.state
-        if not isinstance(st, LeaderState):
+        if not self.is_leader:
             return DescribeQuorumPartitionResponse(
                 self.partition, Errors.NOT_LEADER_OR_FOLLOWER, self._known_leader(), st.epoch,
                 self.high_watermark, (), (), "this node is not the leader")
@@ -211,9 +193,6 @@ class RaftNode:
         st = self.state
         m = self._metrics
         la = self._last_applied
-        unknown = 0
-        if isinstance(st, LeaderState):
-            unknown = sum(1 for p in st.voter_progress.values() if p.last_fetch_timestamp < 0)
         return RaftMetrics(
             current_state=self.state_name, current_leader=self._known_leader(),
             current_vote=st.voted_id, current_epoch=st.epoch, high_watermark=self.high_watermark,
@@ -223,7 +202,7 @@ class RaftNode:
             election_latency_max=m.election_latency.max(now),
             fetch_records_rate=m.fetch_records.rate_per_s(now),
             append_records_rate=m.append_records.rate_per_s(now),
-            poll_idle_ratio_avg=-1.0, number_unknown_voter_connections=unknown,
+            poll_idle_ratio_avg=-1.0, number_unknown_voter_connections=st.unknown_voter_connections(),
             last_applied_record_offset=la.offset if la else -1,
             last_applied_record_timestamp=la.append_time_ms if la else -1,
             last_committed_record_offset=self.high_watermark - 1,
@@ -259,8 +238,7 @@ class RaftNode:
             return ResignedState(stored.epoch, self.node_id, self._election_deadline(now),
                                  tuple(v for v in self.voters if v != self.node_id))
         if stored.leader_id != NO_LEADER:
-            return FollowerState(stored.epoch, stored.leader_id, stored.voted_id,
-                                 now + self.config.fetch_timeout_ms)
+            return FollowerState(stored.epoch, stored.leader_id, stored.voted_id, now, self.config.fetch_timeout_ms)
         return UnattachedState(stored.epoch, stored.voted_id,
                                self._election_deadline(now) if self.is_voter else None)
 
@@ -290,13 +268,12 @@ class RaftNode:
             for pf in old.parked.values():
                 self._fetch_response(pf.message, Errors.NOT_LEADER_OR_FOLLOWER, self.high_watermark)
             old.parked.clear()
-        if not isinstance(new, FollowerState) or new.epoch != old.epoch:
-            # answers to what the old state asked are stale (a follower keeps its fetch)
-            self._pending.clear()
+        if not new.keeps_requests_of(old):
+            self._pending.clear()   # answers to what the old state asked are stale
         new_name = self.state_name
         if (old_name, old.epoch, old.leader_id) != (new_name, new.epoch, new.leader_id):
             now = self._now
-            if isinstance(new, (FollowerState, LeaderState)) and self._election_started_ms is not None:
+            if new.ends_election and self._election_started_ms is not None:
                 self._metrics.election_latency.record(now - self._election_started_ms, now)
                 self._election_started_ms = None
             self._out.observations.append(StateTransition(now, old_name, new_name, new.epoch, new.leader_id,
@@ -322,13 +299,9 @@ class RaftNode:
     def _expire_pending(self) -> None:
         now = self._now
         expired = [c for c, p in self._pending.items() if p.deadline <= now]
-        st = self.state
         for c in expired:
             del self._pending[c]
-            if isinstance(st, FollowerState) and st.inflight_fetch == c:
-                st.inflight_fetch = None
-            elif isinstance(st, UnattachedState) and not self.is_voter:
-                st.next_discovery_ms = now
+            self.state.request_expired(c, now)
 
     def _our_partition(self, topics, name_attr: str = "topic_name"):
         """The partition of this quorum inside a batched request, or None."""
@@ -355,42 +328,40 @@ class RaftNode:
             return
         if self._election_started_ms is None:
             self._election_started_ms = self._now
-        leader = st.leader_id if isinstance(st, (FollowerState, ProspectiveState)) else NO_LEADER
-        retries = st.retries if isinstance(st, (CandidateState, ProspectiveState)) else 0
-        new = ProspectiveState(st.epoch, leader, st.voted_id, self._election_deadline(self._now), self.node_id,
-                               retries)
+        # a follower keeps its leader (unattached and candidate know none); a candidate its retries
+        new = ProspectiveState(st.epoch, st.leader_id, st.voted_id, self._election_deadline(self._now),
+                               self.node_id, st.retries)
         self._transition(new, reason, persist=False)
-        if len(new.granted) >= self._majority():
+        if new.won(self._majority()):
             self._become_candidate("pre-vote won")
             return
-        self._send_vote_requests(new, pre_vote=True)
+        self._send_vote_requests(new)
 
     def _become_candidate(self, reason: str) -> None:
         old = self.state
-        retries = old.retries + 1 if isinstance(old, (CandidateState, ProspectiveState)) else 1
         if self._election_started_ms is None:
             self._election_started_ms = self._now
-        new = CandidateState(old.epoch + 1, self.node_id, self._election_deadline(self._now), retries)
+        new = CandidateState(old.epoch + 1, self.node_id, self._election_deadline(self._now), old.retries + 1)
         self._transition(new, reason)  # the vote for itself is persisted before any request
-        if len(new.granted) >= self._majority():
-            self._become_leader()
+        if new.won(self._majority()):
+            self._become_leader(new)
             return
-        self._send_vote_requests(new, pre_vote=False)
+        self._send_vote_requests(new)
 
-    def _send_vote_requests(self, st: EpochState, pre_vote: bool) -> None:
+    def _send_vote_requests(self, st: CampaignState) -> None:
         part = VotePartitionRequest(self.partition, st.epoch, self.node_id, self.log.last_epoch(),
-                                    self.log.end_offset(), pre_vote)
+                                    self.log.end_offset(), st.pre_vote)
         for v in self.voters:
             if v != self.node_id:
                 body = VoteRequest(self.cluster_id, (VoteTopicRequest(self.topic, (part,)),), voter_id=v)
-                self._send(v, body, kind="pre_vote" if pre_vote else "vote")
+                self._send(v, body, kind="pre_vote" if st.pre_vote else "vote")
 
-    def _become_leader(self) -> None:
-        old = self.state
+    def _become_leader(self, won: CandidateState) -> None:
         now = self._now
-        granted = tuple(sorted(old.granted)) if isinstance(old, CandidateState) else (self.node_id,)
-        new = LeaderState(old.epoch, self.node_id, self.voters, self.log.end_offset(), granted, now,
-                          self.config.check_quorum_timeout_ms, self.config.begin_quorum_epoch_resend_ms)
+        granted = tuple(sorted(won.granted))
+        new = LeaderState(won.epoch, self.node_id, self.voters, self.log.end_offset(), granted, now,
+                          self.config.check_quorum_timeout_ms, self.config.begin_quorum_epoch_resend_ms,
+                          self.config.max_idle_interval_ms)
         self._transition(new, "won the election")
         change = kafka_records.leader_change(self.node_id, self.voters, granted)
         self._append_as_leader(new, [(change, LEADER_CHANGE)])
@@ -406,7 +377,7 @@ class RaftNode:
     def _become_follower(self, epoch: int, leader_id: int, reason: str, fetch: bool = True) -> None:
         old = self.state
         voted = old.voted_id if old.epoch == epoch else -1
-        new = FollowerState(epoch, leader_id, voted, self._now + self.config.fetch_timeout_ms)
+        new = FollowerState(epoch, leader_id, voted, self._now, self.config.fetch_timeout_ms)
         self._transition(new, reason)
         if fetch:
             self._send_fetch(new)
@@ -427,13 +398,10 @@ class RaftNode:
     def _send_end_quorum_epochs(self, st: ResignedState) -> None:
         """EndQuorumEpoch to every voter that has not answered it yet and has no request in
         flight; an error answer waits retry.backoff.ms, a lost one the request timeout."""
-        now = self._now
-        waiting = self._end_in_flight()
         part = EndQuorumEpochPartitionRequest(self.partition, self.node_id, st.epoch, st.successors)
-        for v in sorted(st.unacked):
-            if v not in waiting and now >= st.next_end_ms[v]:
-                self._send(v, EndQuorumEpochRequest(self.cluster_id, (EndQuorumEpochTopicRequest(
-                    self.topic, (part,)),)), kind="end")
+        for v in st.end_quorum_epoch_due(self._now, self._end_in_flight()):
+            self._send(v, EndQuorumEpochRequest(self.cluster_id, (EndQuorumEpochTopicRequest(
+                self.topic, (part,)),)), kind="end")
 
     def _maybe_handle_common_response(self, error_code: int, leader_id: int, leader_epoch: int) -> bool:
         """Every response names the responder's leader and epoch: learn from it. True if the
@@ -446,8 +414,7 @@ class RaftNode:
                 self._become_unattached(leader_epoch, "response carried a newer epoch")
             return True
         if (leader_epoch == st.epoch and leader_id != NO_LEADER and leader_id != self.node_id
-                and st.leader_id == NO_LEADER
-                and isinstance(st, (UnattachedState, CandidateState, ProspectiveState))):
+                and st.leader_id == NO_LEADER):   # unattached, or campaigning without a leader
             self._become_follower(leader_epoch, leader_id, "response named the leader")
             return True
         return False
@@ -467,7 +434,7 @@ class RaftNode:
         elif part.candidate_epoch < self.state.epoch:  # 1. a larger epoch is known
             self._answer_vote(message, Errors.FENCED_LEADER_EPOCH, False)
         else:
-            granted = self._decide_pre_vote(part) if part.pre_vote else self._decide_vote(part)
+            granted = self._grant_pre_vote(part) if part.pre_vote else self._grant_vote(part)
             self._answer_vote(message, Errors.NONE, granted)
 
     @staticmethod
@@ -480,7 +447,7 @@ class RaftNode:
             return part.last_offset_epoch <= part.candidate_epoch
         return part.last_offset_epoch < part.candidate_epoch
 
-    def _decide_vote(self, part: VotePartitionRequest) -> bool:
+    def _grant_vote(self, part: VotePartitionRequest) -> bool:
         """KIP-595's numbered Vote rules; a granted vote is persisted before the answer."""
         st = self.state
         epoch, cand = part.candidate_epoch, part.candidate_id
@@ -489,41 +456,28 @@ class RaftNode:
                 self._become_unattached(epoch, "vote request with a newer epoch")
             return False
         up_to_date = self._log_up_to_date(part.last_offset_epoch, part.last_offset)
-        if epoch > st.epoch:                           # 3. newer epoch: step down, then decide
+        if epoch > st.epoch:                           # 3. newer epoch: step down, vote if up to date
             self._become_unattached(epoch, "vote request with a newer epoch",
                                     voted_id=cand if up_to_date else -1)
             return up_to_date
-        if st.voted_id != -1:                          # 2. one vote per epoch
-            return st.voted_id == cand
-        if st.leader_id != NO_LEADER or not up_to_date:
+        if not st.can_grant_vote(cand, up_to_date, False, self._now):   # 2. one vote per epoch, and more
             return False
-        self._become_unattached(epoch, "granted a vote", voted_id=cand)
+        if st.voted_id == -1:
+            self._become_unattached(epoch, "granted a vote", voted_id=cand)
         return True
 
-    def _decide_pre_vote(self, part: VotePartitionRequest) -> bool:
-        """KIP-996: no vote is recorded; refuse while our leader is alive, so that a node
-        coming back from a partition cannot depose a healthy leader."""
+    def _grant_pre_vote(self, part: VotePartitionRequest) -> bool:
+        """KIP-996: no vote is recorded, and the state decides (a follower refuses while its
+        leader is alive)."""
         if part.candidate_epoch > self.state.epoch:
             # Kafka: a newer epoch is adopted even from a pre-vote. Without this a voter stuck
             # in a higher epoch (its own lost candidacy) could never rejoin a quorum whose
             # leader sits in a lower epoch and keeps refusing its stale log.
             self._become_unattached(part.candidate_epoch, "pre-vote request with a newer epoch")
-        st = self.state
         if not self.is_voter or part.candidate_id not in self.voters:
             return False
-        if isinstance(st, LeaderState):
-            return False
-        if part.candidate_epoch == st.epoch and self._leader_alive():
-            return False
-        return self._log_up_to_date(part.last_offset_epoch, part.last_offset)
-
-    def _leader_alive(self) -> bool:
-        """Did this follower fetch successfully from its leader within the fetch timeout?"""
-        st = self.state
-        if not isinstance(st, FollowerState) or st.leader_resigned:
-            return False
-        epoch, leader, at = self._last_fetch_ok
-        return (epoch, leader) == (st.epoch, st.leader_id) and self._now - at < self.config.fetch_timeout_ms
+        up_to_date = self._log_up_to_date(part.last_offset_epoch, part.last_offset)
+        return self.state.can_grant_vote(part.candidate_id, up_to_date, True, self._now)
 
     def _answer_vote(self, message: Message, error: int, granted: bool,
                      top_level: bool = False) -> None:
@@ -545,21 +499,16 @@ class RaftNode:
             return
         if self._maybe_handle_common_response(part.error_code, part.leader_id, part.leader_epoch):
             return
-        st = self.state
-        if p.state is not st or not isinstance(st, (ProspectiveState, CandidateState)):
+        st = p.state   # only a campaign asks for votes
+        if st is not self.state or not st.counts_votes():
             return
-        if isinstance(st, CandidateState) and st.backoff_until is not None:
-            return
-        if part.vote_granted:
-            st.granted.add(message.source)
-        else:
-            st.rejected.add(message.source)
-        if len(st.granted) >= self._majority():
-            if isinstance(st, ProspectiveState):
+        st.record_vote(message.source, part.vote_granted)
+        if st.won(self._majority()):
+            if st.pre_vote:
                 self._become_candidate("pre-vote won")
             else:
-                self._become_leader()
-        elif len(st.rejected) > len(self.voters) - self._majority():
+                self._become_leader(st)
+        elif st.lost(len(self.voters), self._majority()):
             self._election_lost(st)
 
     def _prospective_done(self, st: ProspectiveState, reason: str) -> None:
@@ -570,12 +519,12 @@ class RaftNode:
             new = UnattachedState(st.epoch, st.voted_id, self._election_deadline(self._now))
             self._transition(new, reason, persist=False)
 
-    def _election_lost(self, st: EpochState) -> None:
-        if isinstance(st, ProspectiveState):
+    def _election_lost(self, st: CampaignState) -> None:
+        if st.pre_vote:
             self._prospective_done(st, "pre-vote rejected")
         else:
             # lost: back off (a 2-voter candidate gets here on the first rejection)
-            st.backoff_until = self._now + self._election_backoff(st.retries)
+            st.lose(self._now, self._election_backoff(st.retries))
 
     def _election_backoff(self, retries: int) -> int:
         """Kafka's binary exponential backoff after a lost election: a random multiple of
@@ -597,7 +546,7 @@ class RaftNode:
             error = Errors.INVALID_REQUEST
         elif part.leader_epoch == st.epoch and st.leader_id not in (NO_LEADER, part.leader_id):
             error = Errors.INVALID_REQUEST   # another leader is already known for this epoch
-        elif not (isinstance(st, FollowerState) and st.leader_id == part.leader_id and st.epoch == part.leader_epoch):
+        elif not (st.follows(part.leader_id) and st.epoch == part.leader_epoch):
             self._become_follower(part.leader_epoch, part.leader_id, "BeginQuorumEpoch")
         self._answer_epoch(message, BeginQuorumEpochResponse, Errors.NONE, error)
 
@@ -627,9 +576,9 @@ class RaftNode:
             return
         if self._maybe_handle_common_response(part.error_code, part.leader_id, part.leader_epoch):
             return
-        st = self.state
-        if isinstance(st, LeaderState) and p.state is st and part.error_code == Errors.NONE:
-            st.endorsed.add(message.source)
+        leader = p.state   # only a leader asks for endorsements
+        if leader is self.state and part.error_code == Errors.NONE:
+            leader.endorsed.add(message.source)
 
     # ------------------------------------------------------------------ EndQuorumEpoch
 
@@ -645,19 +594,16 @@ class RaftNode:
             self._answer_epoch(message, EndQuorumEpochResponse, Errors.NONE, Errors.INVALID_REQUEST)
             return
         leader = part.leader_id
-        if part.leader_epoch > st.epoch or (
-                st.leader_id == NO_LEADER and isinstance(st, (UnattachedState, ProspectiveState, CandidateState))):
+        if part.leader_epoch > st.epoch or st.leader_id == NO_LEADER:   # a newer epoch, or one without a leader
             # As Kafka does, learn the (resigning) leader of that epoch: the answer names it and
             # the successor backoff below applies as to any of its followers.
             self._become_follower(part.leader_epoch, leader, "EndQuorumEpoch", fetch=False)
             st = self.state
-        if self.is_voter and isinstance(st, FollowerState) and st.leader_id == leader:
-            delay = self._successor_backoff(part.preferred_successors)
-            st.leader_resigned = True
-            st.fetch_deadline = self._now + delay
+        if self.is_voter and st.follows(leader):
+            st.leader_resigning(self._now, self._successor_backoff(part.preferred_successors))
         self._answer_epoch(message, EndQuorumEpochResponse, Errors.NONE, Errors.NONE)
-        if self.state is st and isinstance(st, FollowerState) and st.leader_resigned and st.fetch_deadline <= self._now:
-            self._tick_follower()
+        if isinstance(st, FollowerState) and st.successor_due(self._now):
+            self._tick_follower(st)   # the first successor campaigns at once
 
     def _successor_backoff(self, successors: Sequence[int]) -> int:
         """Kafka's strict exponential backoff: position p of n preferred successors waits
@@ -676,12 +622,10 @@ class RaftNode:
         if part is not None and resp.error_code == Errors.NONE:
             if self._maybe_handle_common_response(part.error_code, part.leader_id, part.leader_epoch):
                 return
-        st = self.state
-        if isinstance(st, ResignedState) and p.state is st:
-            if part is not None and resp.error_code == Errors.NONE and part.error_code == Errors.NONE:
-                st.unacked.discard(message.source)
-            else:
-                st.next_end_ms[message.source] = self._now + self.config.retry_backoff_ms
+        resigned = p.state   # only a resigned leader asks
+        if resigned is self.state:
+            ok = part is not None and resp.error_code == Errors.NONE and part.error_code == Errors.NONE
+            resigned.end_quorum_epoch_answered(message.source, ok, self._now, self.config.retry_backoff_ms)
 
     # ------------------------------------------------------------------ Fetch
 
@@ -708,14 +652,11 @@ class RaftNode:
         if req.replica_id < 0:
             return
         st = self.state
-        progress = None
-        leading = isinstance(st, LeaderState)
-        if leading:   # the leader's KIP-836 view of the replica, as it stands now
-            progress = st.known_progress(req.replica_id)
+        progress = st.known_progress(req.replica_id)   # the leader's KIP-836 view, as it stands now
         end, fetched, caught_up = ((progress.end_offset, progress.last_fetch_timestamp,
                                     progress.last_caught_up_timestamp) if progress is not None else (-1, -1, -1))
         self._out.observations.append(FetchObservation(
-            self._now, st.epoch, leading, req.replica_id, part.fetch_offset, part.last_fetched_epoch,
+            self._now, st.epoch, self.is_leader, req.replica_id, part.fetch_offset, part.last_fetched_epoch,
             leader_leo, self.high_watermark, error, diverging, end, fetched, caught_up))
 
     def _fetch_response(self, message: Message, error: int, hw: int = -1, diverging: EpochEndOffset | None = None,
@@ -748,7 +689,7 @@ class RaftNode:
             error = Errors.FENCED_LEADER_EPOCH
         elif part.current_leader_epoch > st.epoch:
             error = Errors.UNKNOWN_LEADER_EPOCH
-        elif not isinstance(st, LeaderState):
+        elif not self.is_leader:
             error = Errors.NOT_LEADER_OR_FOLLOWER
         else:
             self._leader_handle_fetch(st, message, req, part, leo)
@@ -837,41 +778,25 @@ class RaftNode:
             return
         del self._pending[message.correlation_id]
         st = self.state
-        is_current = isinstance(st, FollowerState) and st.inflight_fetch == message.correlation_id
-        if is_current:
-            st.inflight_fetch = None
+        is_current = st.fetch_answered(message.correlation_id)
         part = self._our_partition(resp.responses, "topic")
         if resp.error_code != Errors.NONE or part is None:
-            self._fetch_retry_later(st)
+            st.fetch_failed(self._now, self.config)
             return
         leader = part.current_leader
         if self._maybe_handle_common_response(part.error_code, leader.leader_id, leader.leader_epoch):
             return
         if not is_current or p.state is not st:
-            if isinstance(st, UnattachedState):
-                st.next_discovery_ms = self._now + self.config.election_timeout_ms // 4
+            st.stale_fetch_answered(self._now, self.config)
             return
         if part.error_code != Errors.NONE:
-            self._fetch_retry_later(st)
+            st.fetch_failed(self._now, self.config)
             return
         self._follower_handle_fetch_data(st, part)
 
-    def _fetch_retry_later(self, st: EpochState) -> None:
-        if isinstance(st, FollowerState):
-            # retry.backoff.ms doubling with every error answer in a row, up to
-            # election.backoff.max.ms: a leader refusing every fetch is not asked 50 times a second
-            st.fetch_errors += 1
-            backoff = self.config.retry_backoff_ms << min(st.fetch_errors - 1, 16)
-            st.next_fetch_ms = self._now + min(backoff, max(self.config.election_backoff_max_ms,
-                                                            self.config.retry_backoff_ms))
-        elif isinstance(st, UnattachedState):
-            st.next_discovery_ms = self._now + self.config.election_timeout_ms // 4
-
     def _follower_handle_fetch_data(self, st: FollowerState, part: FetchPartitionData) -> None:
         now = self._now
-        st.fetch_deadline = now + self.config.fetch_timeout_ms
-        self._last_fetch_ok = (st.epoch, st.leader_id, now)
-        st.leader_resigned = False
+        st.leader_answered(now)
         log = self.log
         if part.snapshot_id is not None:
             # A Kafka leader whose log now starts above ours offers its snapshot instead.
@@ -881,7 +806,7 @@ class RaftNode:
                 f"leader {st.leader_id} no longer has the records from offset {log.end_offset()} on (its log "
                 f"starts at {part.log_start_offset}) and offers its snapshot {s.end_offset}-{s.epoch} instead; "
                 f"this node does not fetch snapshots (FetchSnapshot), so it cannot follow this leader")
-            self._fetch_retry_later(st)
+            st.fetch_failed(now, self.config)
             return
         st.fetch_errors = 0
         if part.diverging_epoch is not None:
@@ -921,8 +846,7 @@ class RaftNode:
 
     # ------------------------------------------------------------------ timers per state
 
-    def _tick_unattached(self) -> None:
-        st = self.state
+    def _tick_unattached(self, st: UnattachedState) -> None:
         now = self._now
         if not self.is_voter:
             if now >= st.next_discovery_ms:
@@ -931,14 +855,13 @@ class RaftNode:
         if st.election_deadline is not None and now >= st.election_deadline:
             self._start_pre_vote("election timeout")
 
-    def _tick_prospective(self) -> None:
+    def _tick_prospective(self, st: ProspectiveState) -> None:
         # Kafka: a pre-vote round that times out goes back to the leader it knew (and fetches)
         # or to unattached; campaigning again forever starved a voter that could still fetch.
-        if self._now >= self.state.election_deadline:
-            self._prospective_done(self.state, "pre-vote timed out")
+        if self._now >= st.election_deadline:
+            self._prospective_done(st, "pre-vote timed out")
 
-    def _tick_candidate(self) -> None:
-        st = self.state
+    def _tick_candidate(self, st: CandidateState) -> None:
         now = self._now
         if st.backoff_until is not None:
             if now >= st.backoff_until:
@@ -946,26 +869,22 @@ class RaftNode:
         elif now >= st.election_deadline:
             self._start_pre_vote("election timed out")
 
-    def _tick_follower(self) -> None:
-        st = self.state
+    def _tick_follower(self, st: FollowerState) -> None:
         now = self._now
-        if now >= st.fetch_deadline:
+        if st.fetch_timed_out(now):
             if not self.is_voter:
                 # Kafka: an observer keeps the leader it knows and asks any voter instead;
                 # an answer naming a newer leader moves it on.
-                if st.inflight_fetch is None and now >= st.next_fetch_ms:
+                if st.fetch_due(now):
                     self._send_fetch(st, self.voters[self.rng.randrange(len(self.voters))])
-                return
-            if st.leader_resigned:
+            elif st.leader_resigned:
                 self._become_candidate("successor of a resigned leader")
             else:
                 self._start_pre_vote("fetch timeout")
-            return
-        if st.inflight_fetch is None and not st.leader_resigned and now >= st.next_fetch_ms:
+        elif st.fetch_due(now):
             self._send_fetch(st)
 
-    def _tick_leader(self) -> None:
-        st = self.state
+    def _tick_leader(self, st: LeaderState) -> None:
         now = self._now
         if st.check_quorum_lost(now):
             self._resign(st, "check quorum: no fetches from a majority")
@@ -974,14 +893,12 @@ class RaftNode:
             for v in st.unendorsed_voters():
                 self._send_begin_quorum_epoch(st, v)
             st.begin_resend_deadline = now + self.config.begin_quorum_epoch_resend_ms
-        idle = self.config.max_idle_interval_ms
-        if idle > 0 and now >= st.last_append_ms + idle:
+        if st.noop_due(now):
             self._append_as_leader(st, [(kafka_records.NOOP_RECORD, NOOP)])
         self._complete_parked(st, only_expired=True)
         st.expire_observers(now, self.config.observer_expiry_ms)
 
-    def _tick_resigned(self) -> None:
-        st = self.state
+    def _tick_resigned(self, st: ResignedState) -> None:
         if self._now >= st.election_deadline:
             # Kafka 4.x: leave for the next epoch, so that no answer of ours can name this node
             # as the leader any more; the election timer of that state starts a campaign.
@@ -989,8 +906,9 @@ class RaftNode:
             return
         self._send_end_quorum_epochs(st)
 
-    _TICKS = {"unattached": _tick_unattached, "prospective": _tick_prospective, "candidate": _tick_candidate,
-              "follower": _tick_follower, "leader": _tick_leader, "resigned": _tick_resigned}
+    _TICKS = {UnattachedState: _tick_unattached, ProspectiveState: _tick_prospective,
+              CandidateState: _tick_candidate, FollowerState: _tick_follower, LeaderState: _tick_leader,
+              ResignedState: _tick_resigned}
 
 
 _HANDLERS = {
