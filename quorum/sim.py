@@ -25,7 +25,8 @@ from quorum.contract_records import records
 from quorum.raft.config import RaftConfig
 from quorum.raft.log import MemoryLog
 from quorum.raft.messages import Message
-from quorum.raft.node import NotLeaderError, RaftNode
+from quorum.raft.errors import NotLeaderError
+from quorum.raft.node import RaftNode
 from quorum.raft.observations import StateTransition
 from quorum.raft.output import Output, leaves_before_flush
 from quorum.raft.quorum_state_store import MemoryQuorumStateStore

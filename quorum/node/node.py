@@ -41,7 +41,8 @@ from quorum.node.publisher import EventPublisher
 from quorum.node import requests as rq
 from quorum.node.server import Reply, Server
 from quorum.raft import messages as m
-from quorum.raft.node import NotLeaderError, RaftNode
+from quorum.raft.errors import NotLeaderError
+from quorum.raft.node import RaftNode
 from quorum.raft.output import Output, leaves_before_flush
 from quorum.storage.durable_log import DurableLog, DurableQuorumStateStore
 from quorum.storage.meta import check_or_claim, directory_id, directory_id_uuid
