@@ -55,12 +55,13 @@ def high_watermark_candidate(voter_end_offsets: list[int]) -> int:
 class LeaderState(EpochState):
     __slots__ = ("epoch_start_offset", "voters", "self_id", "voter_progress", "observer_progress",
                  "endorsed", "granting_voters", "fetched_voters", "check_quorum_deadline",
-                 "begin_resend_deadline", "last_append_ms", "parked", "elected_ms")
+                 "begin_resend_deadline", "last_append_ms", "idle_interval_ms", "parked", "elected_ms")
     name = "leader"
+    ends_election = True
 
     def __init__(self, epoch: int, self_id: int, voters: tuple[int, ...], epoch_start_offset: int,
                  granting_voters: tuple[int, ...], now: int, check_quorum_timeout_ms: int,
-                 begin_resend_ms: int) -> None:
+                 begin_resend_ms: int, idle_interval_ms: int = 0) -> None:
         super().__init__(epoch, self_id, self_id)
         self.self_id = self_id
         self.voters = voters
@@ -73,11 +74,24 @@ class LeaderState(EpochState):
         self.check_quorum_deadline = now + check_quorum_timeout_ms
         self.begin_resend_deadline = now + begin_resend_ms
         self.last_append_ms = now
+        self.idle_interval_ms = idle_interval_ms   # a NoOp record after this long without appends (0: never)
         self.parked: dict[int, ParkedFetch] = {}
         self.elected_ms = now
 
+    def current_state(self, is_voter: bool) -> str:
+        return self.name
+
+    def can_grant_vote(self, candidate: int, log_up_to_date: bool, pre_vote: bool, now: int) -> bool:
+        if pre_vote:
+            return False   # it leads this epoch: nobody needs to campaign
+        return candidate == self.voted_id   # its vote in this epoch went to itself
+
     def majority(self) -> int:
         return len(self.voters) // 2 + 1
+
+    def unknown_voter_connections(self) -> int:
+        """Voters that have not fetched in this epoch yet."""
+        return sum(1 for p in self.voter_progress.values() if p.last_fetch_timestamp < 0)
 
     def known_progress(self, replica_id: int) -> ReplicaProgress | None:
         """The replica's state if it is a voter or an observer seen in this term; None otherwise
@@ -102,6 +116,9 @@ class LeaderState(EpochState):
         if len(self.fetched_voters) >= self.majority():
             self.fetched_voters = {self.self_id}
             self.check_quorum_deadline = now + check_quorum_timeout_ms
+
+    def noop_due(self, now: int) -> bool:
+        return self.idle_interval_ms > 0 and now >= self.last_append_ms + self.idle_interval_ms
 
     def check_quorum_lost(self, now: int) -> bool:
         """No fetches from a majority within the window; never with a single voter."""
@@ -130,10 +147,12 @@ class LeaderState(EpochState):
         observers = tuple(p.describe() for _, p in sorted(self.observer_progress.items()))
         return voters, observers
 
-    def deadline(self) -> int | None:
+    def deadline(self, now: int, is_voter: bool) -> int | None:
         d = min(self.check_quorum_deadline, self.begin_resend_deadline) if len(self.voters) > 1 \
             else self.begin_resend_deadline
         for pf in self.parked.values():
             if pf.deadline < d:
                 d = pf.deadline
+        if self.idle_interval_ms > 0 and self.last_append_ms + self.idle_interval_ms < d:
+            d = self.last_append_ms + self.idle_interval_ms
         return d

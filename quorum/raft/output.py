@@ -3,7 +3,8 @@
 1. If `flush_log`, call `log.flush()` (fsync). The quorum state in `quorum_state` has
    already been written through the store (writes are durable on return).
 2. Send `messages`.
-3. Apply `committed` records (in offset order) and publish `events`.
+3. Apply `committed` records (in offset order) and report `observations` (a shell that
+   publishes the event contract's records builds them from these: `quorum.contract_records`).
 Anything the node must not lose (a vote, an acknowledged offset) only leaves the node
 in step 2, after step 1: that is the whole crash-safety contract between core and caller.
 
@@ -17,10 +18,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from quorum.events import Fetch, StateChange
 from quorum.raft.log import LogRecord
 from quorum.raft.messages import FetchResponse, Message
 from quorum.raft.metrics import RaftMetrics
+from quorum.raft.observations import Observation
 from quorum.raft.quorum_state_store import ElectionState
 
 
@@ -32,7 +33,7 @@ class Output:
     flush_log: bool = False                                    # flush the log before sending
     quorum_state: ElectionState | None = None                  # the state written in this step
     committed: list[LogRecord] = field(default_factory=list)   # newly committed, to apply in order
-    events: list[Fetch | StateChange] = field(default_factory=list)
+    observations: list[Observation] = field(default_factory=list)  # state transitions, fetches answered
     append_offsets: tuple[int, int] | None = None              # (first, last) offset of an `append`
     metrics: RaftMetrics | None = None                         # snapshot after this step, at most one
                                                                # per metrics_snapshot_interval_ms

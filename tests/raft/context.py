@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+from quorum import contract_records
 from quorum.raft import messages as m
 from quorum.raft.config import DEFAULT_TOPIC, RaftConfig
 from quorum.raft.log import DATA, LogRecord, MemoryLog
@@ -63,6 +64,10 @@ class Ctx:
     def sent(self, body_type, out: Output | None = None) -> list[m.Message]:
         out = out or self.out
         return [x for x in out.messages if isinstance(x.body, body_type)]
+
+    def records(self, out: Output | None = None) -> list:
+        """The event contract's records of an output's observations, as the node publishes them."""
+        return contract_records.records(self.node, (out or self.out).observations)
 
     def answer(self, request: m.Message, body) -> Output:
         """Deliver `body` as the response to `request` sent by this node."""

@@ -40,7 +40,7 @@ def test_fetch_to_non_leader_is_not_leader_or_follower_with_the_known_leader():
     part = _answer(ctx)
     assert part.error_code == m.Errors.NOT_LEADER_OR_FOLLOWER
     assert part.current_leader == m.LeaderIdAndEpoch(2, 3)
-    assert ctx.out.events[0].outcome == "not_leader"
+    assert ctx.records()[0].outcome == "not_leader"
 
 
 def test_follower_fences_a_stale_fetch_as_kafka_does_but_records_it_as_not_leader():
@@ -50,7 +50,7 @@ def test_follower_fences_a_stale_fetch_as_kafka_does_but_records_it_as_not_leade
     ctx = Ctx(stored=ElectionState(3, leader_id=2, voters=(0, 1, 2)))
     ctx.fetch_from(1, 0, 0, epoch=2)
     assert _answer(ctx).error_code == m.Errors.FENCED_LEADER_EPOCH
-    assert [e.outcome for e in ctx.out.events] == ["not_leader"]
+    assert [e.outcome for e in ctx.records()] == ["not_leader"]
 
 
 def test_follower_answers_another_clusters_fetch_inconsistent_and_records_not_leader():
@@ -58,7 +58,7 @@ def test_follower_answers_another_clusters_fetch_inconsistent_and_records_not_le
     ctx.deliver(1, fetch_request(3, 0, 0, 1, cluster_id="another-cluster"))
     (resp,) = ctx.sent(m.FetchResponse)
     assert resp.body.error_code == m.Errors.INCONSISTENT_CLUSTER_ID
-    assert [e.outcome for e in ctx.out.events] == ["not_leader"]
+    assert [e.outcome for e in ctx.records()] == ["not_leader"]
 
 
 def test_consistent_fetch_returns_records_from_fetch_offset():
@@ -74,7 +74,7 @@ def test_fetch_epoch_absent_from_leader_log_answers_largest_smaller_epoch_and_it
     ctx.fetch_from(1, 5, 3)               # epoch 3 never existed on the leader
     part = _answer(ctx)
     assert part.diverging_epoch == m.EpochEndOffset(2, 5) and part.records == ()
-    assert ctx.out.events[0].outcome == "diverging"
+    assert ctx.records()[0].outcome == "diverging"
 
 
 def test_fetch_offset_beyond_end_of_its_epoch_diverges():
@@ -98,7 +98,7 @@ def test_malformed_fetches_are_invalid_requests():
                                                 (0, 0, epoch, -1)):
         ctx.fetch_from(1, offset, last_epoch, epoch=req_epoch, max_wait_ms=wait)
         assert _answer(ctx).error_code == m.Errors.INVALID_REQUEST
-        assert ctx.out.events[-1].outcome == "offset_out_of_range"
+        assert ctx.records()[-1].outcome == "offset_out_of_range"
     assert ctx.node.state.voter_progress[1].last_fetch_timestamp == -1
 
 
@@ -131,32 +131,32 @@ def test_every_handled_fetch_yields_a_valid_fetch_event():
     ctx = _leader()
     leo = ctx.log.end_offset()
     ctx.fetch_from(1, 2, 1)
-    (e,) = ctx.out.events
+    (e,) = ctx.records()
     assert isinstance(e, events.Fetch)
     events.validate(e)
     assert (e.replica_id, e.fetch_offset, e.fetch_epoch, e.leader_log_end_offset, e.outcome, e.replica_role) == \
         (1, 2, 1, leo, "valid", "voter")
     ctx.fetch_from(7, 0, 0)
-    assert ctx.out.events[0].replica_role == "observer"
+    assert ctx.records()[0].replica_role == "observer"
 
 
 def test_a_fetch_event_carries_the_leaders_kip836_view_of_the_replica_after_it():
     ctx = _leader()
     leo = ctx.log.end_offset()
     ctx.fetch_from(1, 1, 1)                                  # behind: fetched, not caught up
-    (e,) = ctx.out.events
+    (e,) = ctx.records()
     assert (e.replica_log_end_offset, e.last_fetch_timestamp_ms, e.last_caught_up_timestamp_ms) == (1, ctx.now, -1)
     first = ctx.now
     ctx.tick(10)
     ctx.fetch_from(1, leo, ctx.node.epoch)                   # at the end the leader had at the last fetch
-    (e,) = ctx.out.events
+    (e,) = ctx.records()
     assert (e.replica_log_end_offset, e.last_fetch_timestamp_ms, e.last_caught_up_timestamp_ms) == \
         (leo, ctx.now, ctx.now)
     ctx.fetch_from(1, 0, 0, epoch=ctx.node.epoch - 1)          # fenced: the view stays what it was
-    (e,) = ctx.out.events
+    (e,) = ctx.records()
     assert e.outcome == "fenced" and e.replica_log_end_offset == leo and e.last_fetch_timestamp_ms > first
     ctx.fetch_from(2, 0, 0, epoch=ctx.node.epoch - 1)          # no valid fetch of replica 2 yet: unknown
-    (e,) = ctx.out.events
+    (e,) = ctx.records()
     assert (e.replica_log_end_offset, e.last_fetch_timestamp_ms, e.last_caught_up_timestamp_ms) == (-1, -1, -1)
 
 
@@ -165,7 +165,7 @@ def test_fetch_with_inconsistent_cluster_id_is_refused_top_level():
     ctx.deliver(1, fetch_request(ctx.node.epoch, 0, 0, 1, cluster_id="other"))
     (resp,) = ctx.sent(m.FetchResponse)
     assert resp.body.error_code == m.Errors.INCONSISTENT_CLUSTER_ID
-    assert ctx.out.events[0].outcome == "inconsistent_cluster_id"
+    assert ctx.records()[0].outcome == "inconsistent_cluster_id"
 
 
 def test_fetch_response_carries_records_with_their_epochs_and_kinds():
@@ -196,7 +196,7 @@ def test_fetch_offset_past_the_leaders_log_end_diverges_instead_of_out_of_range(
     ctx.fetch_from(1, leo + 400, epoch)
     part = _answer(ctx)
     assert part.error_code == m.Errors.NONE and part.diverging_epoch == m.EpochEndOffset(epoch, leo)
-    assert ctx.out.events[-1].outcome == "diverging"
+    assert ctx.records()[-1].outcome == "diverging"
 
 
 def test_fetch_whose_last_epoch_is_ahead_of_the_leaders_log_diverges():

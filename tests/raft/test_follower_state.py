@@ -3,7 +3,7 @@ import pytest
 
 from quorum.raft import messages as m
 from quorum.raft.config import RaftConfig
-from quorum.raft.node import SafetyError
+from quorum.raft.errors import SafetyError
 from quorum.raft.quorum_state_store import ElectionState
 
 from .context import Ctx, fetch_response, only_partition, records

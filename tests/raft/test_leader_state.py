@@ -4,8 +4,8 @@ import pytest
 
 from quorum.raft import kafka_records, messages as m
 from quorum.raft.config import RaftConfig
+from quorum.raft.errors import NotLeaderError
 from quorum.raft.leader_state import ReplicaProgress
-from quorum.raft.node import NotLeaderError
 from quorum.raft.quorum_state_store import ElectionState
 
 from .context import Ctx

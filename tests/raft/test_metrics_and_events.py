@@ -2,6 +2,7 @@
 import math
 
 from quorum import events
+from quorum.contract_records import metrics_record
 from quorum.raft.quorum_state_store import ElectionState
 
 from .context import Ctx
@@ -10,9 +11,9 @@ from .context import Ctx
 def test_state_changes_yield_valid_state_change_events_in_order():
     ctx = Ctx(voters=(0, 1, 2))
     seen = []
-    ctx.tick_until(lambda out: seen.extend(out.events) or bool(out.messages))
+    ctx.tick_until(lambda out: seen.extend(ctx.records(out)) or bool(out.messages))
     ctx.become_leader()
-    seen += ctx.out.events
+    seen += ctx.records()
     changes = [e for e in seen if isinstance(e, events.StateChange)]
     for e in changes:
         events.validate(e)
@@ -51,7 +52,7 @@ def test_election_latency_is_measured_from_election_start_to_leadership():
 
 def test_metrics_record_matches_the_event_contract():
     ctx = Ctx(stored=ElectionState(3, leader_id=2, voters=(0, 1, 2)))
-    rec = ctx.node.metrics_record(1000)
+    rec = metrics_record(ctx.node, 1000)
     events.validate(rec)
     assert rec.state == "follower" and rec.leader_id == 2 and rec.voter_set == (0, 1, 2)
 

@@ -1,4 +1,5 @@
 """Resigned: graceful or forced former leaders, and restarting as resigned."""
+from quorum.contract_records import metrics_record
 from quorum.raft import messages as m
 from quorum.raft.quorum_state_store import ElectionState
 
@@ -42,4 +43,4 @@ def test_resigned_node_does_not_answer_fetches_as_leader_but_names_itself():
     part = only_partition(ctx.sent(m.FetchResponse)[0].body)
     assert part.error_code == m.Errors.NOT_LEADER_OR_FOLLOWER and part.current_leader.leader_id == 0
     assert ctx.node.metrics(ctx.now).current_leader == 0
-    assert ctx.node.metrics_record(ctx.now).leader_id == -1   # the event contract keeps -1
+    assert metrics_record(ctx.node, ctx.now).leader_id == -1   # the event contract keeps -1
