@@ -10,9 +10,11 @@ through what the processor does with them, two ways, in one run on one core:
     the records kept folded, then evaluated.
 
 It prints records a CPU second for each, their ratio, the share of records kept, and, for the
-reduced path, how much of its time the unpacking, the reduction and the fold take. The job's
-fixed cost per micro-batch (the state store, the Python workers, the trigger) is not in it:
-`streaming_throughput.py` measures the whole job.
+reduced path, how much of its time the unpacking, the reduction and the fold take. Apart, it
+prints what the quorum's state costs to write to and read back from the state store's JSON
+(`codec.dumps`, then `state.decode`), once a quorum a batch as the processor does. The rest of
+the job's fixed cost per micro-batch (the state store's calls, the Python workers, the trigger)
+is not in it: `streaming_throughput.py` measures the whole job.
 
     .venv/bin/python benchmarks/health_fold.py                    # about 500 events/s a quorum
     .venv/bin/python benchmarks/health_fold.py --append-ms 100    # about 50
@@ -24,10 +26,11 @@ import time
 
 from quorum import events
 from quorum.synthetic import SyntheticConfig, SyntheticQuorum
+from streaming.health import codec
 from streaming.health import reduce as R
 from streaming.health.config import HealthConfig
 from streaming.health.schema import KEY_COLUMNS, pack_record, unpack_record
-from streaming.health.state import new_state
+from streaming.health.state import decode, new_state
 from streaming.health.tracker import QuorumTracker
 
 START = 1_700_000_000_000
@@ -58,8 +61,8 @@ def main() -> None:
     print(f"{a.clusters} quorums, {total:,} records in {a.seconds} one-second batches "
           f"({total / a.seconds / a.clusters:,.0f} events/s a quorum)")
 
-    spent = {"every": 0.0, "unpack": 0.0, "reduce": 0.0, "fold": 0.0}
-    kept = 0
+    spent = {"every": 0.0, "unpack": 0.0, "reduce": 0.0, "fold": 0.0, "state": 0.0}
+    kept = saves = 0
     for reduce in (False, True):
         states: dict[tuple, dict] = {}
         for batch in work:
@@ -80,6 +83,9 @@ def main() -> None:
                     spent["unpack"] += unpacked - start
                     spent["reduce"] += reduced - unpacked
                     spent["fold"] += end - reduced
+                    states[key] = decode(codec.loads(codec.dumps(tracker.s)))  # saved, read next batch
+                    spent["state"] += time.process_time() - end
+                    saves += 1
                 else:
                     spent["every"] += end - start
     every = spent["every"]
@@ -89,6 +95,8 @@ def main() -> None:
     print(f"  reduced, then folded: {total / reduced:>9,.0f} records per CPU s  ({reduced * 1e6 / total:.1f} us a "
           f"record: unpack {us['unpack']:.1f}, reduce {us['reduce']:.1f}, fold {us['fold']:.1f})")
     print(f"  kept {kept / total:.1%} of the records; reduced / every record: {every / reduced:.2f} x")
+    print(f"  the state written and read back: {spent['state'] * 1e6 / saves:.0f} us a quorum a batch "
+          f"({us['state']:.1f} us a record, {spent['state'] / reduced:.1%} of the reduced path's time)")
 
 
 if __name__ == "__main__":
