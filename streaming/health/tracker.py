@@ -1,7 +1,7 @@
 """The health state machine of one quorum: pure Python, no Spark, no I/O.
 
-`QuorumTracker` wraps the JSON-friendly state dict the Spark processor keeps per key:
-`apply(record)` folds one event in, `evaluate(proc_ms, silent)` re-derives every status and
+`QuorumTracker` wraps a quorum's state (`QuorumState`, state.py), which the Spark processor keeps
+per quorum: `apply(record)` folds one event in, `evaluate(proc_ms, silent)` re-derives every status and
 returns output rows (see `schema.py`). The processor calls `evaluate` on input and on every
 processing-time timer tick, so a replica that stops sending loses its good status without
 sending anything.
