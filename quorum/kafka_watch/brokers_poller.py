@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 from quorum.kafka_client import kafka_failures
+from quorum.kafka_watch.bootstrap_race import BootstrapFailed, BootstrapRace, Bootstrapped, hedge_delay_s
 from quorum.kafka_watch.poll_outcome import PollOutcome
 from quorum.kafka_watch.quorum_info import DescribeError, kafka_error_name, quorum_info
 
@@ -62,6 +63,23 @@ def probe(bootstrap: str, timeout_s: float) -> str:
         except (OSError, ValueError):
             reasons.append("timeout")
     return reasons[0] if len(set(reasons)) == 1 else "timeout"
+
+
+def admin_client(**configs):
+    """kafka-python's admin client, bootstrapped; one whose bootstrap fails has its I/O thread
+    ended (kafka-python leaves it running: a collector would gain a thread per failed bootstrap)."""
+    from kafka import KafkaAdminClient
+    admin = KafkaAdminClient.__new__(KafkaAdminClient)
+    try:
+        admin.__init__(**configs)
+    except BaseException:
+        for part, end in (("_metrics", "close"), ("_client", "close"), ("_net", "stop")):
+            try:
+                getattr(getattr(admin, part), end)()
+            except Exception:  # noqa: BLE001 - the part was never made, or is half made
+                pass
+        raise
+    return admin
 
 
 # --- polling --------------------------------------------------------------------------------------
@@ -160,7 +178,7 @@ class QuorumPoller:
         box: dict[str, Any] = {}
         try:
             admin = self._client(box, bootstrap_timeout_ms=int(timeout_s * 1000))
-            return (admin.describe_cluster().get("cluster_id") or None) if self.want_cluster_id else None
+            return self._cluster_id(admin, self._preferred) if self.want_cluster_id else None
         except Exception:  # noqa: BLE001 - the polls publish what fails
             with self._lock:
                 if box.get("bootstrap_failed"):
@@ -194,36 +212,61 @@ class QuorumPoller:
             finally:  # asked after DescribeQuorum, so that failing does not hide its outcome
                 if self.want_cluster_id and not box.get("abandoned"):
                     try:
-                        box["cluster_id"] = admin.describe_cluster().get("cluster_id") or None
+                        box["cluster_id"] = self._cluster_id(admin, box["node_id"] if box.get("node_id", -1) >= 0
+                                                             else self._preferred)
                     except Exception:
                         pass
         except Exception as e:  # the cluster is the thing being watched: its failures are data
             box["error"] = e
 
     def _client(self, box: dict[str, Any], bootstrap_timeout_ms: int | None = None):
-        from kafka import KafkaAdminClient
         with self._lock:
             if self._admin is not None:
                 box["admin"] = True
                 return self._admin
-            # one bootstrap server at a time, the next one after a failure: kafka-python picks
-            # one at random, and one that hangs would take every poll's whole timeout
-            server = self._servers[self._server] if self._servers else self.bootstrap
+            first = self._server
+        # bootstrap gives up early enough to leave time for naming the failure (`probe`)
+        budget_ms = bootstrap_timeout_ms or max(1, self.timeout_ms * 3 // 4)
+        race = BootstrapRace(self._servers or [self.bootstrap], self._new_admin,
+                             hedge_delay_s(self.timeout_ms, HEDGE_FRACTION))
         try:
-            # bootstrap gives up early enough to leave time for naming the failure (`probe`)
-            admin = KafkaAdminClient(bootstrap_servers=server, request_timeout_ms=self.timeout_ms,
-                                     bootstrap_timeout_ms=bootstrap_timeout_ms or max(1, self.timeout_ms * 3 // 4),
-                                     **{"client_id": CLIENT_ID, **self.client_config})
-        except Exception:
+            won = race.run(first, budget_ms / 1000)
+        except BootstrapFailed as e:
+            import kafka.errors as Errors
             box["bootstrap_failed"] = True
-            raise
+            raise e.cause or Errors.KafkaTimeoutError(f"Unable to bootstrap from {self.bootstrap}") from None
         with self._lock:
             if box.get("abandoned"):  # the poll gave up on us meanwhile
-                threading.Thread(target=admin.close, daemon=True).start()
+                threading.Thread(target=won.admin.close, daemon=True).start()
                 raise TimeoutError("abandoned")
-            self._admin = admin
+            self._admin, self._server = won.admin, won.server
+            self._learn_bootstrap(won)
             box["admin"] = True
-        return admin
+        return won.admin
+
+    def _new_admin(self, server: str, bootstrap_timeout_ms: int):
+        return admin_client(bootstrap_servers=server, request_timeout_ms=self.timeout_ms,
+                            bootstrap_timeout_ms=bootstrap_timeout_ms, **{"client_id": CLIENT_ID, **self.client_config})
+
+    def _learn_bootstrap(self, won: Bootstrapped) -> None:
+        """The node a bootstrap came from is asked first; those its race found silent, last."""
+        by_address = {f"{b.host}:{b.port}": b.node_id for b in won.admin._manager.cluster.brokers()}
+        node = by_address.get(self._servers[won.server]) if self._servers else None
+        if node is not None and self._suspects.get(node, 0) <= time.monotonic():
+            self._preferred = node
+        for silent in won.silent:
+            if by_address.get(self._servers[silent]) is not None:
+                self._suspect(by_address[self._servers[silent]])
+
+    def _cluster_id(self, admin, node_id: Any) -> str | None:
+        """DescribeCluster of the node that answered last (any other may be the one that hangs)."""
+        from kafka.protocol.admin import DescribeClusterRequest
+        request = DescribeClusterRequest(include_cluster_authorized_operations=False)
+
+        async def ask():
+            return await admin._manager.send(request, node_id=node_id)
+        answer = admin._manager.run(ask)
+        return (answer.cluster_id or None) if answer.error_code == 0 else None
 
     async def _describe(self, admin) -> tuple[Any, Any]:
         """DescribeQuorum sent to one node at a time (at the highest version both speak: v2
