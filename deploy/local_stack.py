@@ -830,8 +830,9 @@ def status(args: argparse.Namespace) -> int:
         print(f"{name:13} {url}")
     print(f"{'job restarts':13} {state.get('job_restarts', 0)}")
     if "quorum" in state["urls"]:
+        # every node: a node that hangs costs part of the command's timeout, and another answers
         subprocess.run([sys.executable, "-m", "quorum.cli", "describe", "--bootstrap-server",
-                        state["urls"]["quorum"].split(",")[0], "--replication", "--human-readable"], cwd=ROOT)
+                        state["urls"]["quorum"], "--replication", "--human-readable"], cwd=ROOT)
     if "kafka-quorum" in state["urls"]:
         print("\nthe Kafka quorum (--kafka-quorum):", flush=True)
         subprocess.run([sys.executable, "-m", "quorum.cli", "describe", "--bootstrap-server",

@@ -3,7 +3,7 @@
 # the Debian packages the stack needs, a virtual environment in .venv with the project installed
 # into it, and the JVM parts deploy/jvm/pom.xml pins (Apache Kafka and its tools, Spark's Kafka
 # connector) fetched from Maven Central into .jvm/. Sourced by run-local and run-tests; prints
-# what it does, skips what is done.
+# what it does, and nothing when all is done already (`run-local status` prints its answer alone).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
@@ -28,8 +28,6 @@ if ((${#missing[@]})); then
   for svc in prometheus prometheus-pushgateway prometheus-alertmanager prometheus-node-exporter; do
     $SUDO systemctl disable --now "$svc" >/dev/null 2>&1 || $SUDO service "$svc" stop >/dev/null 2>&1 || true
   done
-else
-  say "Debian packages present: ${APT_PACKAGES[*]}"
 fi
 
 if [ ! -x "$VENV/bin/python" ]; then
@@ -43,8 +41,6 @@ if [ ! -f "$stamp" ]; then
   { "$VENV/bin/pip" install --upgrade pip && "$VENV/bin/pip" install -e "$ROOT[test,docs]"; } >"$log" 2>&1 \
     || { tail -n 30 "$log" >&2; echo "pip install failed (full log: $log)" >&2; exit 1; }
   rm -f "$VENV"/.installed-* && touch "$stamp"
-else
-  say "project installed in $VENV"
 fi
 
 # The JVM parts, one directory per profile of the manifest; a directory is fetched again when
@@ -59,10 +55,7 @@ command -v mvn >/dev/null || { echo "Maven is needed to fetch the JVM parts (mvn
 kafka_profiles="$("$VENV/bin/python" -m quorum.local_kafka.kafka_shapes profiles)"
 for profile in $kafka_profiles spark-kafka jmx-exporter; do
   dir="$JVM_DIR/$profile"
-  if [ -f "$dir/.fetched-$jvm_stamp" ]; then
-    say "JVM parts present: $profile ($(ls "$dir" | grep -c '\.jar$') jars in $dir)"
-    continue
-  fi
+  [ -f "$dir/.fetched-$jvm_stamp" ] && continue
   say "fetching the JVM parts of profile '$profile' from Maven Central into $dir"
   # fetched beside the old directory and swapped in, so a JVM starting meanwhile finds jars
   rm -rf "$dir.partial"
