@@ -85,6 +85,9 @@ def parse(text: str) -> Shape:
 
 # Every shape proven; the lines are pinned to exact versions in deploy/jvm/pom.xml.
 FULL_IDS = ("4.4-dedicated-dynamic", "4.4-combined-static", "4.4-combined-dynamic", "4.4-dedicated-static",
+            "4.3-dedicated-dynamic", "4.3-combined-static",
+            "4.2-dedicated-dynamic", "4.2-combined-static",
+            "4.1-dedicated-dynamic", "4.1-combined-static",
             "4.0-dedicated-dynamic", "4.0-combined-static",
             "3.9-dedicated-dynamic", "3.9-combined-static",
             "3.7-combined-static", "3.7-dedicated-static")

@@ -20,7 +20,8 @@ def test_every_id_of_the_matrix_parses_to_a_pinned_version_and_names_itself_agai
 def test_the_full_matrix_is_the_documented_one():
     assert [s.id for s in full()] == [
         "4.4.0-dedicated-dynamic", "4.4.0-combined-static", "4.4.0-combined-dynamic", "4.4.0-dedicated-static",
-        "4.0.2-dedicated-dynamic", "4.0.2-combined-static", "3.9.1-dedicated-dynamic", "3.9.1-combined-static",
+        "4.3.2-dedicated-dynamic", "4.3.2-combined-static", "4.2.2-dedicated-dynamic", "4.2.2-combined-static",
+        "4.1.2-dedicated-dynamic", "4.1.2-combined-static", "4.0.2-dedicated-dynamic", "4.0.2-combined-static", "3.9.1-dedicated-dynamic", "3.9.1-combined-static",
         "3.7.2-combined-static", "3.7.2-dedicated-static"]
 
 
@@ -58,7 +59,8 @@ def test_setup_fetches_the_default_kafka_and_the_versions_the_selection_runs(mon
     monkeypatch.setenv("QUORUM_KAFKA_MATRIX", "3.7.2-dedicated-static")
     assert profiles_to_fetch() == ["kafka", "kafka-3.7"]
     monkeypatch.setenv("QUORUM_KAFKA_MATRIX", "full")
-    assert profiles_to_fetch() == ["kafka", "kafka-3.7", "kafka-3.9", "kafka-4.0"]
+    assert profiles_to_fetch() == ["kafka", "kafka-3.7", "kafka-3.9", "kafka-4.0", "kafka-4.1", "kafka-4.2",
+                                   "kafka-4.3"]
 
 
 def test_extra_versions_are_named_by_version_or_line_or_all():
