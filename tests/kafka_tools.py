@@ -8,8 +8,8 @@ Each tool runs from the jars of the cluster's own Kafka version, and prints as t
 (the project's `quorum describe` prints as 4.4 does):
 - 3.7 prints CurrentVoters and CurrentObservers as ids alone (`[1,2,3]`), and no DirectoryId
   column (DescribeQuorum v1 has no directory ids);
-- 3.9 and 4.0 print an unknown directory id (a static voter's) as `"directoryId": null`, 4.4
-  leaves the key out."""
+- 3.9 and 4.0 print an unknown directory id (a static voter's) as `"directoryId": null`, 4.1
+  and later leave the key out."""
 from __future__ import annotations
 
 import json

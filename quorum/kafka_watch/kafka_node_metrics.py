@@ -28,6 +28,8 @@ from quorum import events
 from quorum.http_client_config import NO_CLIENT_CONFIG, HttpClientConfig
 
 RAFT = "kafka_server_raft_metrics_"
+# the raft-metrics gauges metrics_record reads (current_state: one series, the state a label)
+RAFT_GAUGES = ("current_state", "current_epoch", "current_leader", "log_end_offset", "high_watermark")
 WAIT_FRACTION = 0.5  # of the poll's timeout: how long a round waits for the nodes' scrapes
 WANTED = (RAFT, "kafka_controller_kafkacontroller_value", "kafka_server_broker_metadata_metrics_")
 # Kafka 4.x names a voter that voted in the current epoch `unattached-voted` (older releases:

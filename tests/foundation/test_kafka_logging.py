@@ -34,6 +34,9 @@ def test_the_default_version_is_the_kafka_profiles():
 
 @pytest.mark.parametrize("version, name, option", [
     ("4.4.0", "log4j2.properties", "-Dlog4j2.configurationFile="),
+    ("4.3.2", "log4j2.properties", "-Dlog4j2.configurationFile="),
+    ("4.2.2", "log4j2.properties", "-Dlog4j2.configurationFile="),
+    ("4.1.2", "log4j2.properties", "-Dlog4j2.configurationFile="),
     ("4.0.2", "log4j2.properties", "-Dlog4j2.configurationFile="),
     ("3.9.1", "log4j.properties", "-Dlog4j.configuration=file:"),
     ("3.7.2", "log4j.properties", "-Dlog4j.configuration=file:"),

@@ -20,15 +20,17 @@ def test_every_id_of_the_matrix_parses_to_a_pinned_version_and_names_itself_agai
 def test_the_full_matrix_is_the_documented_one():
     assert [s.id for s in full()] == [
         "4.4.0-dedicated-dynamic", "4.4.0-combined-static", "4.4.0-combined-dynamic", "4.4.0-dedicated-static",
-        "4.0.2-dedicated-dynamic", "4.0.2-combined-static", "3.9.1-dedicated-dynamic", "3.9.1-combined-static",
+        "4.3.2-dedicated-dynamic", "4.3.2-combined-static", "4.2.2-dedicated-dynamic", "4.2.2-combined-static",
+        "4.1.2-dedicated-dynamic", "4.1.2-combined-static", "4.0.2-dedicated-dynamic", "4.0.2-combined-static",
+        "3.9.1-dedicated-dynamic", "3.9.1-combined-static",
         "3.7.2-combined-static", "3.7.2-dedicated-static"]
 
 
-def test_ci_runs_two_versions_both_topologies_and_both_voter_sets_all_in_the_full_matrix():
+def test_ci_runs_a_4x_and_a_3x_line_both_topologies_and_both_voter_sets_all_in_the_full_matrix():
     shapes = ci()
-    assert [s.id for s in shapes] == ["4.4.0-dedicated-dynamic", "3.9.1-combined-static"]
+    assert [s.id for s in shapes] == ["4.3.2-dedicated-dynamic", "3.9.1-combined-static"]
     assert set(shapes) <= set(full())
-    assert shapes[0].version == jvm.default_kafka_version()
+    assert {jvm.kafka_major(s.version) for s in shapes} == {4, 3}
     assert {s.combined for s in shapes} == {True, False} and {s.dynamic for s in shapes} == {True, False}
 
 
@@ -54,11 +56,12 @@ def test_a_shape_kafka_cannot_run_or_a_typo_is_refused_by_name(text, says):
 def test_setup_fetches_the_default_kafka_and_the_versions_the_selection_runs(monkeypatch):
     monkeypatch.delenv("QUORUM_KAFKA_VERSIONS", raising=False)
     monkeypatch.delenv("QUORUM_KAFKA_MATRIX", raising=False)
-    assert profiles_to_fetch() == ["kafka", "kafka-3.9"]
+    assert profiles_to_fetch() == ["kafka", "kafka-3.9", "kafka-4.3"]
     monkeypatch.setenv("QUORUM_KAFKA_MATRIX", "3.7.2-dedicated-static")
     assert profiles_to_fetch() == ["kafka", "kafka-3.7"]
     monkeypatch.setenv("QUORUM_KAFKA_MATRIX", "full")
-    assert profiles_to_fetch() == ["kafka", "kafka-3.7", "kafka-3.9", "kafka-4.0"]
+    assert profiles_to_fetch() == ["kafka", "kafka-3.7", "kafka-3.9", "kafka-4.0", "kafka-4.1", "kafka-4.2",
+                                   "kafka-4.3"]
 
 
 def test_extra_versions_are_named_by_version_or_line_or_all():

@@ -15,6 +15,7 @@ from kafka_tools import (OFFSET_TOLERANCE, TIME_TOLERANCE_MS, assert_describe_re
                          assert_describe_status_matches, metadata_quorum, replicas)
 from quorum import events
 from quorum.events import UNKNOWN_DIRECTORY_ID
+from quorum.kafka_watch.kafka_node_metrics import APPLIED, KAFKA_STATES, RAFT, RAFT_GAUGES, samples, scrape
 from quorum.node.local_cluster import read_events
 
 
@@ -99,3 +100,25 @@ def test_with_node_metrics_each_node_reports_its_own_view_beside_the_snapshot(ka
                               else "observer"), m
         assert m["high_watermark"] > 0 and m["log_end_offset"] >= m["high_watermark"] - 20
         assert 0 <= m["last_applied_offset"] <= m["log_end_offset"] and m["last_applied_lag_ms"] >= 0
+
+
+def test_every_gauge_the_collector_reads_comes_out_of_each_nodes_exporter(kafka_cluster):
+    """deploy/kafka-jmx-exporter.yml's rules on this shape's Kafka line: each node's endpoint
+    serves every raft-metrics gauge the collector reads, and the KIP-835 gauges of each of its
+    roles (a controller's KafkaController ones, a broker's broker-metadata-metrics ones), each a
+    number; a line that renames one fails here by name, not as a quiet -1 in a record."""
+    kafka_cluster.wait_for(kafka_cluster.every_replica_fetching, 60, "every replica fetching")
+    controller_names = {names[0] for names in APPLIED.values()}
+    broker_names = {names[1] for names in APPLIED.values() if len(names) > 1}
+    for node_id, node in sorted(kafka_cluster.nodes.items()):
+        values = samples(scrape(kafka_cluster.metrics_url(node_id), 5))
+        states = {k.split('state="', 1)[1].rstrip('"}'): v for k, v in values.items()
+                  if k.startswith(f"{RAFT}current_state{{")}
+        print(f"{node.role} {node_id}: {len(values)} series, states {states}")
+        assert [s for s, v in states.items() if v == 1] and set(states) <= set(KAFKA_STATES), (node_id, states)
+        wanted = {RAFT + g for g in RAFT_GAUGES if g != "current_state"}
+        wanted |= (controller_names if node.is_controller else set()) | (broker_names if node.is_broker else set())
+        missing = sorted(wanted - values.keys())
+        assert not missing, f"{node.role} {node_id} on Kafka {kafka_cluster.kafka_version}: no {missing}"
+        nan = sorted(n for n in wanted if values[n] != values[n])
+        assert not nan, f"{node.role} {node_id}: {nan} not a number"
