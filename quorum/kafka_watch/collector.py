@@ -50,7 +50,7 @@ from quorum.http_client_config import NO_CLIENT_CONFIG, load_http_client_config
 from quorum.kafka_client import kafka_client_properties, kafka_failures
 from quorum.kafka_watch.brokers_poller import CLIENT_ID, QuorumPoller
 from quorum.kafka_watch.controller_fallback import ControllerFallback
-from quorum.kafka_watch.controller_poller import ControllerQuorumPoller
+from quorum.kafka_watch.controller_poller import ControllerQuorumPoller, cluster_id_refusal
 from quorum.kafka_watch.kafka_node_metrics import NodeMetricsReader, parse_endpoint
 from quorum.kafka_watch.poll_interval import check_poll_interval
 from quorum.kafka_watch.poll_outcome import PollOutcome
@@ -329,6 +329,8 @@ def run(args: argparse.Namespace) -> int:
              args.events_bootstrap_server)
     collection.warm_up(WARM_UP_S)
     log.info("cluster id %s", collection.cluster_id or "not known yet (asked at every poll until one answers)")
+    if not collection.cluster_id and getattr(poller, "cluster_id_error", None):
+        log.warning("%s; give --cluster-id", cluster_id_refusal(poller.cluster_id_error, settings.principal))
     changes = _ChangeLog(_path(args), settings.principal)
     try:
         polls, answered = _poll_until_stopped(args, collection, publisher, changes)

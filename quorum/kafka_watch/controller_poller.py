@@ -14,7 +14,9 @@ of `--command-config`, read by kafka_client_properties (TLS with the truststore'
 a client key for mutual TLS, a SASL login with PLAIN or SCRAM: kafka_client.wire_login). A
 refused login or an untrusted certificate is named (authentication_failed, tls_failed), never a
 timeout; an authorization failure is Kafka's own answer (CLUSTER_AUTHORIZATION_FAILED: the
-principal needs DESCRIBE on the CLUSTER).
+principal needs DESCRIBE on the CLUSTER). The cluster id comes from DescribeCluster, which
+Kafka's controllers answer only to a principal with ALTER on the CLUSTER: without it the
+poller names the refusal (`cluster_id_error`) and `--cluster-id` gives the id instead.
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ from typing import Any
 from quorum.kafka_client import kafka_failures
 from quorum.kafka_client.wire_login import WireLogin, secured
 from quorum.kafka_watch.poll_outcome import PollOutcome
-from quorum.kafka_watch.quorum_info import DescribeError, quorum_info
+from quorum.kafka_watch.quorum_info import DescribeError, kafka_error_name, quorum_info
 from quorum.node.peer_client import PeerConnection, PeerUnavailable
 from quorum.wire.apis import API_VERSIONS, DESCRIBE_CLUSTER, DESCRIBE_QUORUM, SUPPORTED
 
@@ -52,6 +54,7 @@ class ControllerQuorumPoller:
         self.client_config = dict(client_config or {})
         self.client_id = self.client_config.get("client_id", CLIENT_ID)
         self._login = WireLogin(self.client_config, self.client_id) if secured(self.client_config) else None
+        self.cluster_id_error: str | None = None  # why the controllers gave no cluster id
         self.timeout_ms = timeout_ms
         self.topic = topic
         self.partition = partition
@@ -170,9 +173,11 @@ class ControllerQuorumPoller:
         cls = SUPPORTED[DESCRIBE_CLUSTER].request
         try:
             body = cls(include_cluster_authorized_operations=False, endpoint_type=CONTROLLER_ENDPOINT_TYPE)
-            answer = await self._connection(endpoint).request(DESCRIBE_CLUSTER, 1, body,
-                                                              max(0.01, deadline - time.monotonic()))
-            return answer.to_dict().get("cluster_id") or None
+            answer = (await self._connection(endpoint).request(DESCRIBE_CLUSTER, 1, body,
+                                                               max(0.01, deadline - time.monotonic()))).to_dict()
+            code = answer.get("error_code", 0)
+            self.cluster_id_error = kafka_error_name(code) if code else None
+            return answer.get("cluster_id") or None
         except Exception:  # noqa: BLE001 - asked again next poll
             return None
 
@@ -191,6 +196,13 @@ class ControllerQuorumPoller:
                 self._learned[node_id] = (listeners[0].host, listeners[0].port)
         for gone in set(self._learned) - voters:
             del self._learned[gone]
+
+
+def cluster_id_refusal(error: str, principal: str | None) -> str:
+    """What to do when the controllers refuse the cluster id (DescribeCluster)."""
+    who = f"User:{principal}" if principal else "the monitor's principal"
+    return (f"the controllers give no cluster id (DescribeCluster: {error}): Kafka's controllers answer it only "
+            f"to a principal with ALTER on the CLUSTER, which {who} need not have")
 
 
 def _refused(e: BaseException) -> bool:

@@ -185,4 +185,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(out)
+    if args.status and not outcome.cluster_id and getattr(poller, "cluster_id_error", None):
+        from quorum.kafka_watch.controller_poller import cluster_id_refusal
+        print(f"note: {cluster_id_refusal(poller.cluster_id_error, kafka_client_properties.principal(props))}; "
+              f"ClusterId is left empty", file=sys.stderr)
     return 0
