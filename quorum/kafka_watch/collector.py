@@ -14,9 +14,10 @@ gives a record every interval. A node that hangs (it accepts connections and ans
 frozen process, a long GC pause) costs at most part of one poll: another node is asked after 30 %
 of the timeout, and the silent one is asked last for a while. List several brokers in
 --bootstrap-server, or give the controllers with --bootstrap-controller (KIP-919), so that no
-single node is the collector's only path. Through PLAINTEXT brokers, a poll without an answer
-(a broker still forwarding to a controller that hangs) makes the next ones ask the controllers
-that the last answer named as well, until the brokers answer again (quorum.kafka_watch.controller_fallback).
+single node is the collector's only path; either path takes --command-config (TLS, SASL). Through
+the brokers, a poll without an answer (a broker still forwarding to a controller that hangs, or
+every broker frozen) makes the next ones ask the controllers that the last answer named as well,
+with the same client properties, until the brokers answer again (quorum.kafka_watch.controller_fallback).
 
 With --node-metrics ID=URL for each node, every poll also reads each node's own view of the
 quorum from its Prometheus JMX exporter endpoint (quorum.kafka_watch.kafka_node_metrics) and publishes it as
@@ -48,8 +49,8 @@ from quorum.config_file import ConfigFileError
 from quorum.http_client_config import NO_CLIENT_CONFIG, load_http_client_config
 from quorum.kafka_client import kafka_client_properties, kafka_failures
 from quorum.kafka_watch.brokers_poller import CLIENT_ID, QuorumPoller
-from quorum.kafka_watch.controller_fallback import ControllerFallback, plaintext
-from quorum.kafka_watch.controller_poller import ControllerQuorumPoller
+from quorum.kafka_watch.controller_fallback import ControllerFallback
+from quorum.kafka_watch.controller_poller import ControllerQuorumPoller, cluster_id_refusal
 from quorum.kafka_watch.kafka_node_metrics import NodeMetricsReader, parse_endpoint
 from quorum.kafka_watch.poll_interval import check_poll_interval
 from quorum.kafka_watch.poll_outcome import PollOutcome
@@ -166,11 +167,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     path = parser.add_mutually_exclusive_group(required=True)
     path.add_argument("--bootstrap-server", metavar="HOST:PORT",
                       help="brokers of the cluster to watch (comma-separated; list several: a poll that one of "
-                           "them leaves unanswered asks another; on a PLAINTEXT cluster, while the brokers give no "
-                           "answer, the controllers their last answer named are asked as well)")
+                           "them leaves unanswered asks another; while the brokers give no answer, the controllers "
+                           "their last answer named are asked as well, with the same --command-config)")
     path.add_argument("--bootstrap-controller", metavar="HOST:PORT",
                       help="the cluster's controllers instead (KIP-919, as kafka-metadata-quorum takes it): every "
-                           "poll asks each of them at once, so no broker is on the path (PLAINTEXT listeners only)")
+                           "poll asks each of them at once, so no broker is on the path; --command-config applies "
+                           "to their listener (PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL)")
     parser.add_argument("--interval-ms", type=int, default=DEFAULT_INTERVAL_MS,
                         help=f"poll interval (default {DEFAULT_INTERVAL_MS}); at most half of --unreachable-after-ms")
     parser.add_argument("--unreachable-after-ms", type=int, default=DEFAULT_UNREACHABLE_AFTER_MS,
@@ -212,9 +214,6 @@ def _endpoint(text: str) -> tuple[int, str]:
 
 def check_arguments(args: argparse.Namespace) -> str | None:
     """Why these options cannot work, or None."""
-    if getattr(args, "bootstrap_controller", None) and args.command_config:
-        return ("--command-config: the controllers' client (--bootstrap-controller) speaks PLAINTEXT only and "
-                "cannot honour security settings; use --bootstrap-server with --command-config for a secured cluster")
     if getattr(args, "node_metrics_config", None) and not args.node_metrics:
         return "--node-metrics-config applies to --node-metrics endpoints, and none is given"
     problem = check_poll_interval(args.interval_ms, args.unreachable_after_ms)
@@ -236,17 +235,18 @@ EVENTS_CLIENT = "quorum collect's events producer (kafka-python)"
 def make_poller(args: argparse.Namespace, timeout_ms: int, client_config: dict[str, Any], want_cluster_id: bool):
     """The poller of the path the options name: the brokers, or the controllers themselves."""
     if getattr(args, "bootstrap_controller", None):
-        return ControllerQuorumPoller(args.bootstrap_controller, timeout_ms=timeout_ms, want_cluster_id=want_cluster_id)
+        return ControllerQuorumPoller(args.bootstrap_controller, timeout_ms=timeout_ms, client_config=client_config,
+                                      want_cluster_id=want_cluster_id)
     return brokers_poller(args.bootstrap_server, timeout_ms, client_config, want_cluster_id)
 
 
 def brokers_poller(bootstrap: str, timeout_ms: int, client_config: dict[str, Any] | None = None,
                    want_cluster_id: bool = True):
-    """The poller through the brokers; on a PLAINTEXT cluster it also asks the controllers its
-    answers name while the brokers give none (quorum.kafka_watch.controller_fallback)."""
+    """The poller through the brokers; it also asks the controllers its answers name while the
+    brokers give none (quorum.kafka_watch.controller_fallback)."""
     brokers = QuorumPoller(bootstrap, timeout_ms=timeout_ms, client_config=client_config,
                            want_cluster_id=want_cluster_id)
-    return ControllerFallback(brokers) if plaintext(brokers.client_config) else brokers
+    return ControllerFallback(brokers)
 
 
 def _path(args: argparse.Namespace) -> str:
@@ -329,6 +329,8 @@ def run(args: argparse.Namespace) -> int:
              args.events_bootstrap_server)
     collection.warm_up(WARM_UP_S)
     log.info("cluster id %s", collection.cluster_id or "not known yet (asked at every poll until one answers)")
+    if not collection.cluster_id and getattr(poller, "cluster_id_error", None):
+        log.warning("%s; give --cluster-id", cluster_id_refusal(poller.cluster_id_error, settings.principal))
     changes = _ChangeLog(_path(args), settings.principal)
     try:
         polls, answered = _poll_until_stopped(args, collection, publisher, changes)

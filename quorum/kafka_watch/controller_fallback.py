@@ -10,9 +10,12 @@ through the brokers without an answer it asks those controllers directly as well
 side with the brokers, the first answer winning. Once the brokers answer again, the
 controllers are no longer asked.
 
-Only for a PLAINTEXT client configuration: the controllers' client (controller_poller) speaks
-PLAINTEXT only, and a secured cluster is asked through its brokers alone. A refusal of the
-collector's own credentials or rights is not a blind path: it is reported, never worked around.
+The controllers are asked with the brokers' client properties (TLS, SASL: controller_poller
+speaks them). Controllers that refuse them (a controller listener with a mechanism or a
+truststore of its own) are named once in the log, and the polls go on through the brokers
+alone; `--bootstrap-controller` with the controllers' own `--command-config` asks them directly.
+A refusal of the collector's own credentials or rights through the brokers is not a blind path:
+it is reported, never worked around.
 """
 from __future__ import annotations
 
@@ -23,12 +26,9 @@ from typing import Any
 
 from quorum.kafka_client import kafka_failures
 from quorum.kafka_watch.controller_poller import ControllerQuorumPoller
+from quorum.kafka_watch.poll_outcome import PollOutcome
 
 log = logging.getLogger("quorum.kafka_watch.collector")
-
-
-def plaintext(client_config: dict[str, Any]) -> bool:
-    return str(client_config.get("security_protocol", "PLAINTEXT")).upper() == "PLAINTEXT"
 
 
 def controller_endpoints(info) -> tuple[str, ...]:
@@ -48,6 +48,7 @@ class ControllerFallback:
         self._controllers: ControllerQuorumPoller | None = None
         self._endpoints: tuple[str, ...] = ()
         self._blind = False  # the last poll through the brokers gave no answer
+        self._refused: str | None = None  # what the controllers last said of the client properties
         self._probe: threading.Thread | None = None  # a poll through the brokers still running
         self._lock = threading.Lock()
 
@@ -75,12 +76,15 @@ class ControllerFallback:
                                                    name="describe-quorum-brokers", daemon=True)
             probe.start()
         direct = controllers.poll()
+        self._note_refusal(direct)
         if direct.info is not None:
             return direct
         if probe is not None:  # the controllers did not answer either: what the brokers said
             probe.join(max(0.0, self.timeout_ms / 1000 - (time.monotonic() - start)))
             if "outcome" in box:
                 return box["outcome"]
+        if direct.error in kafka_failures.COLLECTOR_SIDE:  # the brokers' path is what is blind
+            return PollOutcome(int((time.monotonic() - start) * 1000), error=kafka_failures.TIMEOUT)
         return direct
 
     def close(self) -> None:
@@ -89,6 +93,15 @@ class ControllerFallback:
             controllers, self._controllers = self._controllers, None
         if controllers is not None:
             controllers.close()
+
+    def _note_refusal(self, direct) -> None:
+        """Logs once that the controllers refuse the brokers' client properties."""
+        refused = direct.error if direct.error in kafka_failures.COLLECTOR_SIDE else None
+        if refused and refused != self._refused:
+            log.warning("the controllers %s refuse the client properties (%s): %s; polls go on through %s alone "
+                        "(--bootstrap-controller with the controllers' own --command-config asks them directly)",
+                        ",".join(self._endpoints), refused, kafka_failures.explain(refused), self.bootstrap)
+        self._refused = refused
 
     def _through_brokers(self):
         outcome = self.brokers.poll()
@@ -109,7 +122,7 @@ class ControllerFallback:
         if not endpoints or endpoints == self._endpoints:
             return
         replaced = ControllerQuorumPoller(",".join(endpoints), timeout_ms=self.timeout_ms,
-                                          topic=self.brokers.topic, partition=self.brokers.partition,
+                                          client_config=self.brokers.client_config, topic=self.brokers.topic, partition=self.brokers.partition,
                                           want_cluster_id=False)
         with self._lock:
             old, self._controllers, self._endpoints = self._controllers, replaced, endpoints

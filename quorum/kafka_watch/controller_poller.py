@@ -9,8 +9,14 @@ command line are asked, and every voter's controller endpoint the answers name (
 v2's `nodes`), so a controller added later is asked too. The DescribeQuorum version is agreed
 with each controller once (ApiVersions): v2 from Kafka 3.9, v1 before.
 
-These connections speak PLAINTEXT only: a secured controller listener is refused at start by the
-collector with a clear error (see collector.check_arguments).
+A secured controller listener is spoken to as Kafka's tools speak to it: the client properties
+of `--command-config`, read by kafka_client_properties (TLS with the truststore's certificates,
+a client key for mutual TLS, a SASL login with PLAIN or SCRAM: kafka_client.wire_login). A
+refused login or an untrusted certificate is named (authentication_failed, tls_failed), never a
+timeout; an authorization failure is Kafka's own answer (CLUSTER_AUTHORIZATION_FAILED: the
+principal needs DESCRIBE on the CLUSTER). The cluster id comes from DescribeCluster, which
+Kafka's controllers answer only to a principal with ALTER on the CLUSTER: without it the
+poller names the refusal (`cluster_id_error`) and `--cluster-id` gives the id instead.
 """
 from __future__ import annotations
 
@@ -19,12 +25,15 @@ import threading
 import time
 from typing import Any
 
+from quorum.kafka_client import kafka_failures
+from quorum.kafka_client.wire_login import WireLogin, secured
 from quorum.kafka_watch.poll_outcome import PollOutcome
-from quorum.kafka_watch.quorum_info import DescribeError, quorum_info
+from quorum.kafka_watch.quorum_info import DescribeError, kafka_error_name, quorum_info
 from quorum.node.peer_client import PeerConnection, PeerUnavailable
 from quorum.wire.apis import API_VERSIONS, DESCRIBE_CLUSTER, DESCRIBE_QUORUM, SUPPORTED
 
 MAX_FRAME_BYTES = 1 << 20
+CLIENT_ID = "quorum-collector"
 CONTROLLER_ENDPOINT_TYPE = 2  # DescribeCluster v1's EndpointType: the controllers (KIP-919)
 
 
@@ -37,9 +46,15 @@ class ControllerQuorumPoller:
     """The same contract as brokers_poller.QuorumPoller: `poll()` never raises and never outlasts
     `timeout_ms`; `close()` ends its connections."""
 
-    def __init__(self, bootstrap_controllers: str, *, timeout_ms: int, topic: str = "__cluster_metadata",
-                 partition: int = 0, want_cluster_id: bool = True):
+    def __init__(self, bootstrap_controllers: str, *, timeout_ms: int, client_config: dict[str, Any] | None = None,
+                 topic: str = "__cluster_metadata", partition: int = 0, want_cluster_id: bool = True):
+        """`client_config`: kafka-python's keyword arguments for the client properties
+        (kafka_client_properties.kafka_python_config); none for a PLAINTEXT listener."""
         self.bootstrap = bootstrap_controllers
+        self.client_config = dict(client_config or {})
+        self.client_id = self.client_config.get("client_id", CLIENT_ID)
+        self._login = WireLogin(self.client_config, self.client_id) if secured(self.client_config) else None
+        self.cluster_id_error: str | None = None  # why the controllers gave no cluster id
         self.timeout_ms = timeout_ms
         self.topic = topic
         self.partition = partition
@@ -63,7 +78,8 @@ class ControllerQuorumPoller:
                                leader_epoch=e.leader_epoch)
         except Exception as e:  # noqa: BLE001 - the cluster is the thing being watched: its failures are data
             future.cancel()
-            return PollOutcome(int((time.monotonic() - start) * 1000), error=_failure_name(e))
+            code, name = _failure(e)
+            return PollOutcome(int((time.monotonic() - start) * 1000), error=name, error_code=code, detail=str(e))
         return PollOutcome(int((time.monotonic() - start) * 1000), node_id, info=info, cluster_id=cluster_id)
 
     def warm_up(self, timeout_s: float) -> str | None:
@@ -123,6 +139,9 @@ class ControllerQuorumPoller:
                 task.cancel()
         if error_answer is not None:  # a controller answered: there is no leader it knows of
             raise error_answer
+        refusal = next((f for f in failures if kafka_failures.name_of(f)), None)
+        if refusal is not None:  # the collector's own credentials or trust: named, never a timeout
+            raise refusal
         if failures and all(_refused(f) for f in failures) and len(failures) == len(asks):
             raise ConnectionRefusedError("every controller refused the connection")
         raise TimeoutError("no controller answered")
@@ -154,17 +173,19 @@ class ControllerQuorumPoller:
         cls = SUPPORTED[DESCRIBE_CLUSTER].request
         try:
             body = cls(include_cluster_authorized_operations=False, endpoint_type=CONTROLLER_ENDPOINT_TYPE)
-            answer = await self._connection(endpoint).request(DESCRIBE_CLUSTER, 1, body,
-                                                              max(0.01, deadline - time.monotonic()))
-            return answer.to_dict().get("cluster_id") or None
+            answer = (await self._connection(endpoint).request(DESCRIBE_CLUSTER, 1, body,
+                                                               max(0.01, deadline - time.monotonic()))).to_dict()
+            code = answer.get("error_code", 0)
+            self.cluster_id_error = kafka_error_name(code) if code else None
+            return answer.get("cluster_id") or None
         except Exception:  # noqa: BLE001 - asked again next poll
             return None
 
     def _connection(self, endpoint: tuple[str, int]) -> PeerConnection:
         conn = self._conns.get(endpoint)
         if conn is None:
-            conn = self._conns[endpoint] = PeerConnection(-1, endpoint[0], endpoint[1], "quorum-collector",
-                                                          MAX_FRAME_BYTES)
+            conn = self._conns[endpoint] = PeerConnection(-1, endpoint[0], endpoint[1], self.client_id,
+                                                          MAX_FRAME_BYTES, self._login.open if self._login else None)
         return conn
 
     def _learn(self, info) -> None:
@@ -177,18 +198,31 @@ class ControllerQuorumPoller:
             del self._learned[gone]
 
 
+def cluster_id_refusal(error: str, principal: str | None) -> str:
+    """What to do when the controllers refuse the cluster id (DescribeCluster)."""
+    who = f"User:{principal}" if principal else "the monitor's principal"
+    return (f"the controllers give no cluster id (DescribeCluster: {error}): Kafka's controllers answer it only "
+            f"to a principal with ALTER on the CLUSTER, which {who} need not have")
+
+
 def _refused(e: BaseException) -> bool:
     return isinstance(e, ConnectionRefusedError) or "refused" in str(e).lower() or "errno 111" in str(e).lower()
 
 
-def _failure_name(e: BaseException) -> str:
+def _failure(e: BaseException) -> tuple[int, str]:
+    """(Kafka's error code or -1, the short name) of a poll that got no answer."""
+    named = kafka_failures.name_of(e)
+    if named is not None:
+        cause = e.__cause__ or e
+        errno = getattr(cause, "errno", -1)
+        return (errno if type(cause).__module__ == "kafka.errors" and isinstance(errno, int) else -1), named
     if isinstance(e, ConnectionRefusedError):
-        return "connection_refused"
+        return -1, "connection_refused"
     if isinstance(e, (TimeoutError, asyncio.TimeoutError)):
-        return "timeout"
+        return -1, "timeout"
     if isinstance(e, OSError):
-        return "connection_error"
-    return "client_error"
+        return -1, "connection_error"
+    return -1, "client_error"
 
 
 

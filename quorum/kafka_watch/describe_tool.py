@@ -1,10 +1,12 @@
 """Print a KRaft quorum's status or replication state, as `kafka-metadata-quorum describe`
 prints it. Works against a quorum node of this project or a real Kafka KRaft cluster:
 it asks through kafka-python's admin client (DescribeQuorum, and Metadata for the
-cluster id), so any node can be the bootstrap server.
+cluster id), so any node can be the bootstrap server, or the controllers themselves
+(`--bootstrap-controller`, KIP-919), on a PLAINTEXT, SSL or SASL listener alike.
 
   quorum describe --bootstrap-server localhost:9093 --status
   quorum describe --bootstrap-server localhost:9093 --replication --human-readable
+  quorum describe --bootstrap-controller ctl-1:9093,ctl-2:9093 --command-config client.properties --status
 
 --status: ClusterId, LeaderId, LeaderEpoch, HighWatermark, MaxFollowerLag (leader log end
 minus the laggiest voter's), MaxFollowerLagTimeMs (leader's last caught-up time minus the
@@ -133,7 +135,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     path.add_argument("--bootstrap-server", metavar="HOST:PORT",
                       help="any node of the quorum (or any broker of a Kafka cluster; comma-separated for several)")
     path.add_argument("--bootstrap-controller", metavar="HOST:PORT",
-                      help="a Kafka cluster's controllers instead (KIP-919; PLAINTEXT listeners only)")
+                      help="a Kafka cluster's controllers instead (KIP-919); --command-config applies to their "
+                           "listener")
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--status", action="store_true", help="print the quorum's summary")
     what.add_argument("--replication", action="store_true", help="print one row per replica")
@@ -150,15 +153,13 @@ def run(args: argparse.Namespace) -> int:
     if args.human_readable and not args.replication:
         print("error: --human-readable applies to --replication only", file=sys.stderr)
         return 2
-    if args.bootstrap_controller and args.command_config:
-        print("error: --command-config: the controllers' client (--bootstrap-controller) speaks PLAINTEXT only and "
-              "cannot honour security settings; use --bootstrap-server for a secured cluster", file=sys.stderr)
-        return 2
     # kafka-python logs every failed connection; the failure is named in the error below
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
+    client = "quorum describe's client of the controllers" if args.bootstrap_controller else \
+        "quorum describe's admin client (kafka-python)"
     try:
         props = kafka_client_properties.merged(args.command_config, {})
-        config = kafka_client_properties.kafka_python_config(props, "quorum describe's admin client (kafka-python)")
+        config = kafka_client_properties.kafka_python_config(props, client)
     except kafka_client_properties.ClientPropertiesError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -184,4 +185,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(out)
+    if args.status and not outcome.cluster_id and getattr(poller, "cluster_id_error", None):
+        from quorum.kafka_watch.controller_poller import cluster_id_refusal
+        print(f"note: {cluster_id_refusal(poller.cluster_id_error, kafka_client_properties.principal(props))}; "
+              f"ClusterId is left empty", file=sys.stderr)
     return 0

@@ -113,6 +113,8 @@ def ensure_topic(bootstrap: str, name: str, partitions: int = 1, timeout_s: floa
 class KafkaBroker:
     """One Apache Kafka node (broker + controller) on loopback ports; a context manager."""
 
+    node_id = NODE_ID
+
     def __init__(self, port: int | None = None, host: str = "127.0.0.1",
                  data_dir: str | os.PathLike | None = None, log_path: str | os.PathLike | None = None,
                  heap: str = DEFAULT_HEAP, settings: dict[str, str] | None = None,
@@ -141,7 +143,7 @@ class KafkaBroker:
         listeners = f"PLAINTEXT://{self.host}:{self.port},CONTROLLER://{self.host}:{self.controller_port}"
         return {
             "process.roles": "broker,controller",
-            "node.id": str(NODE_ID),
+            "node.id": str(self.node_id),
             "controller.quorum.bootstrap.servers": f"{self.host}:{self.controller_port}",
             "listeners": listeners,
             "advertised.listeners": f"PLAINTEXT://{self.host}:{self.port}",
@@ -191,7 +193,7 @@ class KafkaBroker:
             if self._proc.poll() is not None:
                 raise BrokerError(f"Kafka exited with code {self._proc.returncode} while starting{self._log_hint()}")
             try:
-                if NODE_ID in admin.list_topics(timeout=1).brokers:
+                if self.node_id in admin.list_topics(timeout=1).brokers:
                     return
             except KafkaException as e:
                 last_error = e

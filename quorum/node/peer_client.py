@@ -6,14 +6,16 @@ Vote or DescribeQuorum must not queue behind it. A connection is opened on first
 re-opened after any failure, and every request has a deadline; a request that cannot be
 answered gets PeerUnavailable and the caller moves on. `send` hands the answer to a
 callback straight from the connection's reader (no task per request: the Raft loop's
-fetches go this way); `request` is the awaitable form.
+fetches go this way); `request` is the awaitable form. `opener` opens the connection to a
+secured listener (quorum.kafka_client.wire_login: TLS, then the SASL login); without one it is
+PLAINTEXT, as between the project's nodes.
 """
 from __future__ import annotations
 
 import asyncio
 import itertools
 import logging
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 from quorum.node.faults import Faults
 from quorum.wire.apis import DESCRIBE_QUORUM, FETCH, SUPPORTED
@@ -28,6 +30,8 @@ class PeerUnavailable(ConnectionError):
 
 # What a request's sender is told, exactly once: the decoded response, or the exception.
 Callback = Callable[[Any, "BaseException | None"], None]
+# host, port, timeout -> an open (and logged in) connection
+Opener = Callable[[str, int, float], Awaitable["tuple[asyncio.StreamReader, asyncio.StreamWriter]"]]
 
 
 class Codec:
@@ -45,8 +49,10 @@ class Codec:
 
 
 class PeerConnection:
-    def __init__(self, peer_id: int, host: str, port: int, client_id: str, max_frame_bytes: int):
+    def __init__(self, peer_id: int, host: str, port: int, client_id: str, max_frame_bytes: int,
+                 opener: Opener | None = None):
         self.peer_id = peer_id
+        self._opener = opener
         self.host, self.port = host, port
         self.client_id = client_id
         self.max_frame_bytes = max_frame_bytes
@@ -61,7 +67,10 @@ class PeerConnection:
         async with self._connect_lock:
             if self._writer is not None and not self._writer.is_closing():
                 return self._writer
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(self.host, self.port), timeout_s)
+            if self._opener is None:
+                reader, writer = await asyncio.wait_for(asyncio.open_connection(self.host, self.port), timeout_s)
+            else:
+                reader, writer = await self._opener(self.host, self.port, timeout_s)
             self._writer = writer
             self._reader_task = asyncio.create_task(self._read_loop(reader, writer))
             return writer
@@ -78,9 +87,10 @@ class PeerConnection:
         async def connect_then_write() -> None:
             try:
                 w = await self._ensure_connected(timeout_s)
-            except (OSError, asyncio.TimeoutError) as e:
-                callback(None, PeerUnavailable(
-                    f"cannot connect to node {self.peer_id} at {self.host}:{self.port}: {e}"))
+            except Exception as e:  # noqa: BLE001 - a refused login too: the sender is told why
+                failure = PeerUnavailable(f"cannot connect to node {self.peer_id} at {self.host}:{self.port}: {e}")
+                failure.__cause__ = e
+                callback(None, failure)
                 return
             self._write(w, codec, timeout_s, callback)
 

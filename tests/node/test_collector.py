@@ -224,7 +224,7 @@ def test_a_hung_node_costs_the_poller_part_of_one_poll_and_is_asked_last_after_i
     assert all(o.latency_ms < HEDGE_FRACTION * 1000 for o in outcomes[1:]), outcomes
 
 
-def test_through_plaintext_brokers_the_controllers_an_answer_names_are_the_fallback_and_never_when_secured():
+def test_through_the_brokers_the_controllers_an_answer_names_are_the_fallback_with_the_same_properties():
     from quorum.kafka_watch.controller_fallback import ControllerFallback, controller_endpoints
     info = quorum_info(V2_RESULT)
     assert controller_endpoints(info) == ("c-2:9093",)  # voters only: observer 7 has no controller listener
@@ -232,7 +232,9 @@ def test_through_plaintext_brokers_the_controllers_an_answer_names_are_the_fallb
     secured = collector.brokers_poller("127.0.0.1:1", 500, {"security_protocol": "SASL_SSL"}, want_cluster_id=False)
     try:
         assert isinstance(plain, ControllerFallback) and plain.bootstrap == "127.0.0.1:1"
-        assert isinstance(secured, QuorumPoller)
+        assert isinstance(secured, ControllerFallback)
+        secured._learn(info)  # the controllers are asked with the brokers' client properties
+        assert secured._controllers.client_config == {"security_protocol": "SASL_SSL"}
     finally:
         plain.close()
         secured.close()

@@ -73,9 +73,6 @@ def test_an_unusable_property_is_refused_at_start_naming_key_and_client(kafka, f
     out = quorum("describe", "--bootstrap-server", kafka.bootstrap, "--command-config", str(bad), "--status")
     assert out.returncode == 2 and "sasl.mechanism: GSSAPI is not supported by quorum describe's admin client" \
         in out.stderr, out.stderr
-    out = quorum("collect", "--bootstrap-controller", f"127.0.0.1:{kafka.controller_port}", "--command-config",
-                 str(files["collector"]), "--events-bootstrap-server", kafka.bootstrap, "--count", "1")
-    assert out.returncode == 2 and "--command-config: the controllers' client" in out.stderr, out.stderr
 
 
 def tail(kafka, files, topic: str, count: int, user: str = "job") -> subprocess.CompletedProcess:
