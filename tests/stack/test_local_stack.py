@@ -4,20 +4,24 @@ streaming job, Pushgateway, Prometheus with the alerting rules, Alertmanager.
 The stack is shared with the other modules of tests/stack (see conftest.py): first nothing is done for two
 minutes and no alert may fire; then a follower-only action named at the leader is refused, a follower (`chaos freeze follower`)
 is frozen with SIGSTOP and must be reported
-unreachable, with its alert firing within the alert's `for:` plus 10 s, and clear after SIGCONT;
+unreachable, with its alert firing within the alert's `for:` plus 10 s, `deploy/run-local status`
+answering meanwhile with every node's row, and clear after SIGCONT;
 then the leader (`chaos kill leader`) is killed and a new leader must show in the metrics within 10 s.
 """
 from __future__ import annotations
 
 import json
 import re
+import subprocess
 import time
 import urllib.parse
 import urllib.request
 
 from tests.prometheus_tools import rule, seconds
 
-from .conftest import admin_client, alert_summaries, await_value, firing, leader_of, promql, promql_range, stack_cli
+STATUS_WITHIN_S = 5.0  # half of quorum describe's 10 s timeout, both processes' start included
+
+from .conftest import ROOT, admin_client, alert_summaries, await_value, firing, leader_of, promql, promql_range, stack_cli
 
 
 def test_quiet_stack_fires_no_alert_for_a_minute(stack):
@@ -54,6 +58,17 @@ def test_frozen_follower_is_unreachable_and_alerts_then_clears(stack):
     print(f"QuorumVoterUnreachable firing {time.monotonic() - frozen_at:.1f} s after SIGSTOP "
           f"(for: {alert['for']})")
     assert promql(state, f'quorum_replica_status{{replica="{follower}",status="unreachable"}} == 1')
+    # the operator's status answers while the follower hangs, from the other nodes, and says nothing else
+    started = time.monotonic()
+    status = subprocess.run([str(ROOT / "deploy" / "run-local"), "--run-dir", str(run_dir), "status"],
+                            capture_output=True, text=True, timeout=60)
+    took = time.monotonic() - started
+    print(f"deploy/run-local status with follower {follower} frozen: {took:.1f} s")
+    assert status.returncode == 0 and not status.stderr, status.stderr
+    table = [line.split() for line in status.stdout.splitlines() if line.split()[-1:] in (["Leader"], ["Follower"],
+                                                                                          ["Observer"])]
+    assert sorted(int(row[0]) for row in table) == sorted(int(n) for n in state["nodes"]), status.stdout
+    assert took < STATUS_WITHIN_S, status.stdout
     # the page names the cause: a stopped process sends nothing at all
     assert alert_summaries(state, "QuorumVoterUnreachable", follower) == \
         [f"Voter {follower} of cluster local-quorum is unreachable, cause: down"]
