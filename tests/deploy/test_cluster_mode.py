@@ -257,8 +257,6 @@ def test_each_node_pod_gets_a_valid_config_with_its_own_id_and_address(tmp_path)
 
 
 def test_node_and_collector_commands_parse_with_the_quorum_cli():
-    pytest.importorskip("quorum.node.command", reason="`quorum node` is not built yet in this checkout")
-    pytest.importorskip("quorum.kafka_watch.collector", reason="`quorum collect` is not built yet in this checkout")
     from quorum.cli import build_parser
     (node,) = by_kind(manifests("quorum-nodes.yaml"), "StatefulSet")["spec"]["template"]["spec"]["containers"]
     (collector,) = by_kind(manifests("collector.yaml"), "Deployment")["spec"]["template"]["spec"]["containers"]

@@ -194,7 +194,6 @@ def test_timestamp_far_in_the_future_is_rejected_when_the_reader_gives_its_clock
 
 
 def test_spark_schema_is_derived_from_the_dataclasses():
-    pytest.importorskip("pyspark")
     schema = events.spark_schema(events.Fetch)
     assert schema.fieldNames() == ["type", "version"] + [fs.name for fs in events.field_specs(events.Fetch)]
     envelope = events.envelope_spark_schema()
