@@ -1,7 +1,8 @@
 """Print a KRaft quorum's status or replication state, as `kafka-metadata-quorum describe`
 prints it. Works against a quorum node of this project or a real Kafka KRaft cluster:
-it asks through kafka-python's admin client (DescribeQuorum, and Metadata for the
-cluster id), so any node can be the bootstrap server, or the controllers themselves
+it asks through kafka-python's admin client (DescribeQuorum, and DescribeCluster for the
+cluster id), so any node can be the bootstrap server (list several: one that hangs costs about
+a second, and another answers), or the controllers themselves
 (`--bootstrap-controller`, KIP-919), on a PLAINTEXT, SSL or SASL listener alike.
 
   quorum describe --bootstrap-server localhost:9093 --status
@@ -133,7 +134,8 @@ def fetch_quorum(bootstrap: str, config: dict[str, Any], timeout_ms: int) -> tup
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     path = parser.add_mutually_exclusive_group(required=True)
     path.add_argument("--bootstrap-server", metavar="HOST:PORT",
-                      help="any node of the quorum (or any broker of a Kafka cluster; comma-separated for several)")
+                      help="any node of the quorum (or any broker of a Kafka cluster); comma-separated for several, "
+                           "asked in turn: one that hangs is passed over after a second at most")
     path.add_argument("--bootstrap-controller", metavar="HOST:PORT",
                       help="a Kafka cluster's controllers instead (KIP-919); --command-config applies to their "
                            "listener")
