@@ -19,7 +19,9 @@ import urllib.request
 
 from tests.prometheus_tools import rule, seconds
 
-STATUS_WITHIN_S = 5.0  # half of quorum describe's 10 s timeout, both processes' start included
+# under quorum describe's 10 s timeout: the frozen node costs no whole timeout (two processes start
+# meanwhile, the set-up's checks too: 4 s on a loaded 2-core machine without any node frozen)
+STATUS_WITHIN_S = 8.0
 
 from .conftest import ROOT, admin_client, alert_summaries, await_value, firing, leader_of, promql, promql_range, stack_cli
 
@@ -51,34 +53,42 @@ def test_frozen_follower_is_unreachable_and_alerts_then_clears(stack):
     assert follower == followers[0]
     frozen_at = time.monotonic()
     alert = rule("QuorumVoterUnreachable")
-    # the issue's bound: firing within the alert's for: plus 10 s of the SIGSTOP
-    await_value("QuorumVoterUnreachable firing",
-                lambda: [a for a in firing(state, "QuorumVoterUnreachable") if a["metric"].get("replica") == str(follower)],
-                seconds(alert["for"]) + 10 - (time.monotonic() - frozen_at), 0.5)
-    print(f"QuorumVoterUnreachable firing {time.monotonic() - frozen_at:.1f} s after SIGSTOP "
-          f"(for: {alert['for']})")
-    assert promql(state, f'quorum_replica_status{{replica="{follower}",status="unreachable"}} == 1')
-    # the operator's status answers while the follower hangs, from the other nodes, and says nothing else
-    started = time.monotonic()
-    status = subprocess.run([str(ROOT / "deploy" / "run-local"), "--run-dir", str(run_dir), "status"],
-                            capture_output=True, text=True, timeout=60)
-    took = time.monotonic() - started
-    print(f"deploy/run-local status with follower {follower} frozen: {took:.1f} s")
-    assert status.returncode == 0 and not status.stderr, status.stderr
-    table = [line.split() for line in status.stdout.splitlines() if line.split()[-1:] in (["Leader"], ["Follower"],
-                                                                                          ["Observer"])]
-    assert sorted(int(row[0]) for row in table) == sorted(int(n) for n in state["nodes"]), status.stdout
-    assert took < STATUS_WITHIN_S, status.stdout
-    # the page names the cause: a stopped process sends nothing at all
-    assert alert_summaries(state, "QuorumVoterUnreachable", follower) == \
-        [f"Voter {follower} of cluster local-quorum is unreachable, cause: down"]
-    out = stack_cli(run_dir, "chaos", "heal")
+    try:
+        # the issue's bound: firing within the alert's for: plus 10 s of the SIGSTOP
+        await_value("QuorumVoterUnreachable firing",
+                    lambda: [a for a in firing(state, "QuorumVoterUnreachable")
+                             if a["metric"].get("replica") == str(follower)],
+                    seconds(alert["for"]) + 10 - (time.monotonic() - frozen_at), 0.5)
+        print(f"QuorumVoterUnreachable firing {time.monotonic() - frozen_at:.1f} s after SIGSTOP "
+              f"(for: {alert['for']})")
+        assert promql(state, f'quorum_replica_status{{replica="{follower}",status="unreachable"}} == 1')
+        status_answers_alone_with_every_node(run_dir, state, follower)
+        # the page names the cause: a stopped process sends nothing at all
+        assert alert_summaries(state, "QuorumVoterUnreachable", follower) == \
+            [f"Voter {follower} of cluster local-quorum is unreachable, cause: down"]
+    finally:  # the stack is shared: the next test needs the follower back whatever failed here
+        out = stack_cli(run_dir, "chaos", "heal")
     assert out.returncode == 0, out.stderr
     await_value("the follower caught up again",
                 lambda: promql(state, f'quorum_replica_status{{replica="{follower}",status="caught_up"}} == 1'), 30)
     await_value("QuorumVoterUnreachable cleared",
                 lambda: not firing(state, "QuorumVoterUnreachable"),
                 seconds(alert.get("keep_firing_for", "0s")) + 30)
+
+
+def status_answers_alone_with_every_node(run_dir, state, frozen: int) -> None:
+    """`deploy/run-local status` while a node hangs: every node's row, from the others, and
+    nothing else said."""
+    started = time.monotonic()
+    status = subprocess.run([str(ROOT / "deploy" / "run-local"), "--run-dir", str(run_dir), "status"],
+                            capture_output=True, text=True, timeout=60)
+    took = time.monotonic() - started
+    print(f"deploy/run-local status with node {frozen} frozen: {took:.1f} s")
+    assert status.returncode == 0 and not status.stderr, status.stderr
+    ours = status.stdout.split("the Kafka quorum (--kafka-quorum):")[0]  # a --kafka-quorum stack's comes after
+    rows = [line.split() for line in ours.splitlines() if line.split()[-1:] in (["Leader"], ["Follower"], ["Observer"])]
+    assert sorted(int(row[0]) for row in rows) == sorted(int(n) for n in state["nodes"]), status.stdout
+    assert took < STATUS_WITHIN_S, status.stdout
 
 
 def test_killed_leader_is_replaced_within_ten_seconds(stack):
