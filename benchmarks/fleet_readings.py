@@ -3,6 +3,7 @@ threads and open files from /proc, where a process's CPU went by thread, and the
 between each cluster's records on the events topic."""
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections import defaultdict
@@ -113,7 +114,7 @@ def percentile(values: list[float], q: float) -> float | None:
     if not values:
         return None
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, int(round(q / 100 * len(ordered) + 0.5)) - 1))]
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q / 100 * len(ordered)) - 1))]
 
 
 def stamps(records: list[Published], clusters: set[str], kind: str, t0_ms: int, t1_ms: int) -> dict[str, list[int]]:
