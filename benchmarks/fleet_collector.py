@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import signal
 import subprocess
 import sys
@@ -100,25 +99,26 @@ class TopicRecords:
     def __init__(self, bootstrap: str, topic: str, partitions: int):
         from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
         self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "fleet-bench",
-                                  "enable.auto.commit": False, "enable.partition.eof": True})
+                                  "enable.auto.commit": False})
         self.consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
-        self.partitions = partitions
+        self.topic, self.partitions = topic, partitions
+        self.next = {p: 0 for p in range(partitions)}  # the offset to read next, per partition
         self.records: list[Published] = []
 
     def catch_up(self, timeout_s: float = 30) -> list[Published]:
-        from confluent_kafka import KafkaError
+        """Reads up to each partition's end as it is now (a partition no cluster is keyed to has none)."""
+        from confluent_kafka import TopicPartition
 
         from quorum import events
-        eof: set[int] = set()
+        ends = {p: self.consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=10)[1]
+                for p in range(self.partitions)}
         deadline = time.monotonic() + timeout_s
-        while len(eof) < self.partitions and time.monotonic() < deadline:
+        while any(self.next[p] < ends[p] for p in ends) and time.monotonic() < deadline:
             for msg in self.consumer.consume(10_000, 0.5):
                 if msg.error() is None:
                     r = events.decode(msg.value())
                     self.records.append(Published(r.TYPE, r.cluster_id, r.time_ms, getattr(r, "error", "")))
-                    eof.discard(msg.partition())
-                elif msg.error().code() == KafkaError._PARTITION_EOF:
-                    eof.add(msg.partition())
+                    self.next[msg.partition()] = msg.offset() + 1
         return self.records
 
     def close(self) -> None:
