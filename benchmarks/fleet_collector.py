@@ -361,7 +361,7 @@ def main() -> None:
         started = time.monotonic()
         fixture = Fixture(args.clusters, args.seed, work / "fixture.log")
         print(f"the fixture serves {args.clusters * 6} ports in {time.monotonic() - started:.1f} s "
-              f"(open-files limit raised to {fixture.nofile})", flush=True)
+              f"(its open-files limit: {fixture.nofile})", flush=True)
         try:
             runs = {}
             for k in sorted(args.sample):
