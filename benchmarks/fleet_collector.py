@@ -18,7 +18,7 @@ the interval between each cluster's snapshots on the events topic (p50, p99, the
 silence; the hung clusters' poll-error records apart), the CPU the fixture and the broker took,
 and where a collector's CPU went by thread.
 
-The fleet collector (`quorum collect --fleet FILE`, issue 72) is not built yet: its measurement
+The fleet collector (`quorum collect --fleet FILE`) is not built yet: its measurement
 has its place here (`measure_fleet_collector`) and prints that it is not built. The run ends
 with one line per target of the issue:
   goal NAME: VALUE against a process per cluster BASELINE = RATIO (goal G): holds|short
@@ -284,16 +284,16 @@ def measure_processes(args, k: int, fixture: Fixture, broker, topic_name: str, t
 
 
 def measure_fleet_collector(args) -> list[Window]:
-    """The fleet collector (`quorum collect --fleet FILE`, issue 72) watching the whole simulated
+    """The fleet collector (`quorum collect --fleet FILE`) watching the whole simulated
     fleet from one process: its place in this benchmark. Not built yet, so nothing is measured."""
     print(f"the fleet collector (quorum collect --fleet) watching {args.clusters} clusters: not built yet "
-          "(issue 72's next step); nothing measured", flush=True)
+          "(the next step); nothing measured", flush=True)
     return []
 
 
 def goal_lines(baseline: Window | None, hung: Window | None, fleet: list[Window],
                growth: dict[str, tuple[int, int]]) -> list[Goal]:
-    """The issue's targets, on the fleet collector's figures once it is measured; meanwhile on
+    """The fleet targets, on the fleet collector's figures once it is measured; meanwhile on
     today's (a process per cluster), each against today's as the baseline."""
     ours = fleet[0] if fleet else baseline
     ours_hung = fleet[1] if len(fleet) > 1 else hung
