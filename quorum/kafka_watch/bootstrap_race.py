@@ -29,12 +29,11 @@ class Bootstrapped:
 
 class BootstrapFailed(Exception):
     """No server bootstrapped a client: `cause` is the last server's failure (None: time ran out
-    with a server still silent), `tried` the servers asked."""
+    with a server still silent)."""
 
-    def __init__(self, cause: BaseException | None, tried: tuple[int, ...]):
+    def __init__(self, cause: BaseException | None):
         super().__init__(str(cause) if cause is not None else "no bootstrap server answered in time")
         self.cause = cause
-        self.tried = tried
 
 
 def hedge_delay_s(timeout_ms: int, fraction: float) -> float:
@@ -69,7 +68,7 @@ class BootstrapRace:
                     asked_at = now
                     continue
                 if not waiting or now >= deadline:
-                    raise BootstrapFailed(None if waiting else failed[asked[-1]], tuple(asked))
+                    raise BootstrapFailed(None if waiting else failed[asked[-1]])
                 wait = min(deadline, asked_at + self.hedge_s) if more else deadline
                 try:
                     server, admin, error = self._results.get(timeout=max(0.0, wait - now))

@@ -250,13 +250,15 @@ class QuorumPoller:
 
     def _learn_bootstrap(self, won: Bootstrapped) -> None:
         """The node a bootstrap came from is asked first; those its race found silent, last."""
+        if not self._servers:
+            return
         by_address = {f"{b.host}:{b.port}": b.node_id for b in won.admin._manager.cluster.brokers()}
-        node = by_address.get(self._servers[won.server]) if self._servers else None
+        node = by_address.get(self._servers[won.server])
         if node is not None and self._suspects.get(node, 0) <= time.monotonic():
             self._preferred = node
-        for silent in won.silent:
-            if by_address.get(self._servers[silent]) is not None:
-                self._suspect(by_address[self._servers[silent]])
+        for silent in (by_address.get(self._servers[i]) for i in won.silent):
+            if silent is not None:
+                self._suspect(silent)
 
     def _cluster_id(self, admin, node_id: Any) -> str | None:
         """DescribeCluster of the node that answered last (any other may be the one that hangs)."""
