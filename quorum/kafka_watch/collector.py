@@ -1,166 +1,73 @@
-"""Poll DescribeQuorum of any KRaft cluster and publish one record per poll, so that a cluster
-we cannot modify (a real Kafka, say) is watched by the same streaming job as the quorum nodes
-of this project.
+"""Poll DescribeQuorum of KRaft clusters and publish one record per poll, so that clusters we
+cannot modify (a real Kafka, a fleet of them) are watched by the same streaming job as the
+quorum nodes of this project.
 
   quorum collect --bootstrap-server kafka-1:9092 --cluster-id CLUSTER_ID \\
       --events-bootstrap-server monitor:9092 --events-topic quorum-events
+  quorum collect --fleet fleet.yaml --shard 0/3 --events-bootstrap-server monitor:9092
 
 Every poll gives exactly one record: `quorum_snapshot` when the quorum answered (with the
 poll's latency and the node that answered), `quorum_poll_error` when it did not (Kafka's error,
 such as NOT_LEADER_OR_FOLLOWER when no leader is elected, or the client's failure: timeout,
 connection_refused), so a leaderless or unreachable quorum is seen as one, never as silence.
-A poll is abandoned after --timeout-ms (default: the interval), so a hanging cluster still
-gives a record every interval. A node that hangs (it accepts connections and answers nothing: a
+A poll is abandoned after the timeout (default: the interval), so a hanging cluster still gives
+a record every interval. A node that hangs (it accepts connections and answers nothing: a
 frozen process, a long GC pause) costs at most part of one poll: another node is asked after 30 %
-of the timeout, and the silent one is asked last for a while. List several brokers in
---bootstrap-server, or give the controllers with --bootstrap-controller (KIP-919), so that no
-single node is the collector's only path; either path takes --command-config (TLS, SASL). Through
-the brokers, a poll without an answer (a broker still forwarding to a controller that hangs, or
-every broker frozen) makes the next ones ask the controllers that the last answer named as well,
-with the same client properties, until the brokers answer again (quorum.kafka_watch.controller_fallback).
+of the timeout, and the silent one is asked last for a while. List several brokers, or give the
+controllers (KIP-919), so that no single node is the collector's only path; either path takes
+Kafka's client properties (TLS, SASL). Through the brokers, a poll without an answer makes the
+next ones ask the controllers that the last answer named as well, with the same client
+properties, until the brokers answer again (quorum.kafka_watch.cluster_poller).
 
-With --node-metrics ID=URL for each node, every poll also reads each node's own view of the
-quorum from its Prometheus JMX exporter endpoint (quorum.kafka_watch.kafka_node_metrics) and publishes it as
-that node's `metrics` record; an endpoint that does not answer gives no record (a round waits
-for them at most half the timeout), and one that refuses the connection is named in the poll's
-record (`refused_nodes`): its process is gone, and the job says so at once.
+With node metrics endpoints (--node-metrics ID=URL, or a fleet entry's node_metrics), every poll
+also reads each node's own view of the quorum from its Prometheus JMX exporter endpoint and
+publishes it as that node's `metrics` record; an endpoint that does not answer gives no record
+(a round waits for them at most half the timeout), and one that refuses the connection is named
+in the poll's record (`refused_nodes`): its process is gone, and the job says so at once.
 
-The interval is checked against the streaming job's `health.unreachable_after_ms`
-(--unreachable-after-ms): at least two polls must fall within it, or the collector refuses
-to start (exit code 2), naming the numbers.
+`--fleet FILE` watches every cluster the file lists (quorum.kafka_watch.fleet_file), each on its
+own cadence, side by side on one event loop: one that hangs, refuses or cannot be resolved
+delays no other. SIGHUP re-reads the file; `--shard K/N` splits a fleet over N replicas. The
+single-cluster flags are a fleet of one.
 
-Uses kafka-python's admin client (DescribeCluster for the cluster id, DescribeQuorum v2 sent to
-one node it picks, so the answer's node is known). Publishing never blocks polling (bounded
-buffer, oldest dropped first). Records are keyed per quorum (`events.quorum_key`).
+Every interval is checked against the streaming job's `health.unreachable_after_ms`
+(--unreachable-after-ms): at least two polls must fall within it, or the collector refuses to
+start (exit code 2), naming the numbers. Records are keyed per quorum (`events.quorum_key`) and
+go through one producer; publishing never blocks polling (bounded buffer, oldest dropped first).
 """
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import asyncio
 import logging
 import signal
 import sys
-import time
-from dataclasses import dataclass
+import threading
 from typing import Any
 
-from quorum import events
 from quorum.config_file import ConfigFileError
 from quorum.http_client_config import NO_CLIENT_CONFIG, load_http_client_config
-from quorum.kafka_client import kafka_client_properties, kafka_failures
-from quorum.kafka_watch.brokers_poller import CLIENT_ID, QuorumPoller
+from quorum.kafka_client import kafka_client_properties
+from quorum.kafka_watch.brokers_poller import QuorumPoller
+from quorum.kafka_watch.cluster_poller import CLIENT_ID
+from quorum.kafka_watch.cluster_watch import WARM_UP_S, ClusterClients, ClusterRound, Poll
 from quorum.kafka_watch.controller_fallback import ControllerFallback
-from quorum.kafka_watch.controller_poller import ControllerQuorumPoller, cluster_id_refusal
-from quorum.kafka_watch.kafka_node_metrics import NodeMetricsReader, parse_endpoint
+from quorum.kafka_watch.controller_poller import ControllerQuorumPoller
+from quorum.kafka_watch.fleet import Fleet
+from quorum.kafka_watch.fleet_file import WatchedCluster, check_cluster, in_shard, load_fleet, parse_shard
+from quorum.kafka_watch.kafka_node_metrics import parse_endpoint
 from quorum.kafka_watch.poll_interval import check_poll_interval
-from quorum.kafka_watch.poll_outcome import PollOutcome
-from quorum.kafka_watch.quorum_info import QuorumInfo, quorum_info
+from quorum.kafka_watch.poll_records import record_of, snapshot, snapshot_of
+from quorum.kafka_watch.status_endpoint import serve_status
+
+__all__ = ["Collection", "record_of", "snapshot", "snapshot_of", "run", "add_arguments", "WARM_UP_S"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_INTERVAL_MS = 1000
 DEFAULT_UNREACHABLE_AFTER_MS = 2000  # the streaming job's health.unreachable_after_ms default
-WARM_UP_S = 10.0  # how long the collector tries to connect before its first poll
-
-
-def snapshot(result: dict[str, Any], cluster_id: str, source: str, now_ms: int,
-             topic: str = "__cluster_metadata", partition: int = 0, *, poll_interval_ms: int = -1,
-             latency_ms: int = -1, answered_by: int = -1) -> events.QuorumSnapshot:
-    """The QuorumSnapshot record of one DescribeQuorum answer (admin result or raw to_dict())."""
-    return snapshot_of(quorum_info(result, topic, partition), cluster_id, source, now_ms, topic, partition,
-                       poll_interval_ms=poll_interval_ms, latency_ms=latency_ms, answered_by=answered_by)
-
-
-def snapshot_of(info: QuorumInfo, cluster_id: str, source: str, now_ms: int, topic: str = "__cluster_metadata",
-                partition: int = 0, *, poll_interval_ms: int = -1, latency_ms: int = -1,
-                answered_by: int = -1) -> events.QuorumSnapshot:
-    def rs(r) -> events.ReplicaState:
-        return events.ReplicaState(r.replica_id, r.log_end_offset, r.last_fetch_timestamp,
-                                   r.last_caught_up_timestamp, r.directory_id)
-    return events.QuorumSnapshot(cluster_id=cluster_id, topic=topic, partition=partition, time_ms=now_ms,
-                                 leader_id=info.leader_id, leader_epoch=max(info.leader_epoch, 0),
-                                 high_watermark=info.high_watermark, voters=tuple(rs(v) for v in info.voters),
-                                 observers=tuple(rs(o) for o in info.observers), source=source,
-                                 poll_interval_ms=poll_interval_ms, latency_ms=max(latency_ms, -1),
-                                 answered_by=max(answered_by, -1))
-
-
-def record_of(outcome: PollOutcome, cluster_id: str, source: str, now_ms: int, interval_ms: int,
-              topic: str = "__cluster_metadata", partition: int = 0, refused_nodes: list[int] | None = None
-              ) -> events.Record:
-    """The one record of one poll; `refused_nodes`: nodes whose metrics endpoint refused the
-    connection during it."""
-    refused = tuple(sorted(refused_nodes or ()))
-    if outcome.info is not None:
-        snap = snapshot_of(outcome.info, cluster_id, source, now_ms, topic, partition, poll_interval_ms=interval_ms,
-                           latency_ms=outcome.latency_ms, answered_by=outcome.answered_by)
-        return dataclasses.replace(snap, refused_nodes=refused)
-    return events.QuorumPollError(cluster_id=cluster_id, topic=topic, partition=partition, time_ms=now_ms,
-                                  source=source, poll_interval_ms=interval_ms, latency_ms=max(outcome.latency_ms, 0),
-                                  error_code=max(outcome.error_code, -1), error=outcome.error or "client_error",
-                                  answered_by=max(outcome.answered_by, -1), leader_id=max(outcome.leader_id, -1),
-                                  leader_epoch=max(outcome.leader_epoch, -1), refused_nodes=refused)
-
-
-# --- failures -------------------------------------------------------------------------------------
-
-# --- command --------------------------------------------------------------------------------------
-
-@dataclass
-class Poll:
-    """What one round gave: the DescribeQuorum outcome, the records to publish (none while no
-    cluster id is known to key them by), and the nodes whose metrics endpoint did not answer."""
-    outcome: PollOutcome
-    records: list[events.Record]
-    silent_nodes: dict[int, str]
-
-
-class Collection:
-    """One round of `quorum collect`: DescribeQuorum and, with node metrics, every node's own view,
-    scraped while DescribeQuorum runs. The nodes' records carry the voter set of the last answer
-    (raft-metrics gives only its size); the poll's record names the nodes whose metrics endpoint
-    refused the connection (their process is gone: evidence the job uses at once)."""
-
-    def __init__(self, poller: "QuorumPoller | ControllerQuorumPoller", source: str, interval_ms: int,
-                 cluster_id: str | None = None, node_metrics: NodeMetricsReader | None = None):
-        self.poller = poller
-        self.source = source
-        self.interval_ms = interval_ms
-        self.cluster_id = cluster_id
-        self.node_metrics = node_metrics
-        self.voters: tuple[int, ...] = ()
-
-    def warm_up(self, timeout_s: float) -> None:
-        """Connect to the cluster before the first round (and learn its id, when not given)."""
-        cluster_id = self.poller.warm_up(timeout_s)
-        if cluster_id and not self.cluster_id:
-            self.cluster_id = cluster_id
-            self.poller.want_cluster_id = False
-
-    def poll(self, last: bool = False) -> Poll:
-        """One round; the `last` one (of `--count`) waits for every endpoint's answer."""
-        scrapes = self.node_metrics.begin() if self.node_metrics else None
-        outcome = self.poller.poll()
-        if outcome.cluster_id and not self.cluster_id:
-            self.cluster_id = outcome.cluster_id
-            self.poller.want_cluster_id = False
-        if outcome.info is not None:
-            self.voters = tuple(v.replica_id for v in outcome.info.voters)
-        now_ms = int(time.time() * 1000)  # the answer's time, before the round waits for the endpoints
-        metrics: list[events.Record] = []
-        silent: dict[int, str] = {}
-        refusing: list[int] = []
-        if scrapes is not None:
-            metrics, silent, refusing = self.node_metrics.finish(scrapes, self.cluster_id or "", self.voters, last)
-        if not self.cluster_id:
-            return Poll(outcome, [], silent)
-        record = record_of(outcome, self.cluster_id, self.source, now_ms, self.interval_ms, refused_nodes=refusing)
-        return Poll(outcome, [record] + metrics, silent)
-
-    def close(self) -> None:
-        self.poller.close()
-        if self.node_metrics:
-            self.node_metrics.close()
+WATCHED_CLIENT = "quorum collect's client for the watched cluster"
+EVENTS_CLIENT = "quorum collect's events producer (kafka-python)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -173,6 +80,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="the cluster's controllers instead (KIP-919, as kafka-metadata-quorum takes it): every "
                            "poll asks each of them at once, so no broker is on the path; --command-config applies "
                            "to their listener (PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL)")
+    path.add_argument("--fleet", metavar="FILE",
+                      help="watch every cluster this YAML file lists, one entry each (cluster_id, bootstrap_server "
+                           "or bootstrap_controller, command_config, node_metrics, node_metrics_config, interval_ms, "
+                           "timeout_ms; docs/deployment.md, 'Watching a fleet'); SIGHUP reads it again")
+    parser.add_argument("--shard", type=_shard, metavar="K/N",
+                        help="with --fleet: watch only the clusters of shard K of N (from 0), by a stable hash of "
+                             "the cluster id; N replicas with K = 0..N-1 split the fleet with no overlap and no gap")
+    parser.add_argument("--status-port", type=int, metavar="PORT",
+                        help="serve the collector's state on http://HOST:PORT/metrics (Prometheus' text format): "
+                             "the clusters watched, which are late and which answer")
     parser.add_argument("--interval-ms", type=int, default=DEFAULT_INTERVAL_MS,
                         help=f"poll interval (default {DEFAULT_INTERVAL_MS}); at most half of --unreachable-after-ms")
     parser.add_argument("--unreachable-after-ms", type=int, default=DEFAULT_UNREACHABLE_AFTER_MS,
@@ -212,26 +129,6 @@ def _endpoint(text: str) -> tuple[int, str]:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def check_arguments(args: argparse.Namespace) -> str | None:
-    """Why these options cannot work, or None."""
-    if getattr(args, "node_metrics_config", None) and not args.node_metrics:
-        return "--node-metrics-config applies to --node-metrics endpoints, and none is given"
-    problem = check_poll_interval(args.interval_ms, args.unreachable_after_ms)
-    if problem:
-        return f"--interval-ms {args.interval_ms} with --unreachable-after-ms {args.unreachable_after_ms}: {problem}"
-    timeout = args.timeout_ms if args.timeout_ms is not None else args.interval_ms
-    if timeout <= 0:
-        return f"--timeout-ms must be positive (got {timeout})"
-    if timeout > args.interval_ms:
-        return (f"--timeout-ms {timeout} is longer than --interval-ms {args.interval_ms}: a poll that hangs would "
-                f"hold back the next record; use --timeout-ms {args.interval_ms} or less")
-    return None
-
-
-WATCHED_CLIENT = "quorum collect's admin client for the watched cluster (kafka-python)"
-EVENTS_CLIENT = "quorum collect's events producer (kafka-python)"
-
-
 def make_poller(args: argparse.Namespace, timeout_ms: int, client_config: dict[str, Any], want_cluster_id: bool):
     """The poller of the path the options name: the brokers, or the controllers themselves."""
     if getattr(args, "bootstrap_controller", None):
@@ -249,61 +146,105 @@ def brokers_poller(bootstrap: str, timeout_ms: int, client_config: dict[str, Any
     return ControllerFallback(brokers)
 
 
-def _path(args: argparse.Namespace) -> str:
-    if getattr(args, "bootstrap_controller", None):
-        return f"controllers {args.bootstrap_controller}"
-    return args.bootstrap_server
+# --- the clusters and their clients ---------------------------------------------------------------
+
+def single_cluster(args: argparse.Namespace) -> WatchedCluster:
+    """The fleet of one that the single-cluster flags describe."""
+    return WatchedCluster(args.cluster_id, args.bootstrap_server, getattr(args, "bootstrap_controller", None),
+                          args.interval_ms, args.timeout_ms if args.timeout_ms is not None else args.interval_ms,
+                          getattr(args, "command_config", None), tuple(sorted(args.node_metrics)),
+                          getattr(args, "node_metrics_config", None))
 
 
-@dataclass(frozen=True)
-class _ClientSettings:
-    watched: dict[str, Any]         # kafka-python's settings for the watched cluster's admin client
-    events: dict[str, Any]          # and for the events producer
-    principal: str | None           # the watched cluster's, for the explanations of refusals
-    events_principal: str | None
-    node_metrics: Any               # the nodes' metrics endpoints' HTTP client settings
-
-
-def _client_settings(args: argparse.Namespace) -> _ClientSettings | str:
-    """The clients' settings from the options' files, or what is wrong with them."""
+def cluster_clients(cluster: WatchedCluster) -> ClusterClients:
+    """A cluster's clients' settings, read from its files; ValueError says what is wrong."""
     try:
-        watched = kafka_client_properties.merged(args.command_config, {})
-        events = kafka_client_properties.merged(args.events_command_config, {})
-        settings = (kafka_client_properties.kafka_python_config(watched, WATCHED_CLIENT),
-                    kafka_client_properties.kafka_python_config(events, EVENTS_CLIENT))
+        watched = kafka_client_properties.merged(cluster.command_config, {})
+        config = kafka_client_properties.kafka_python_config(watched, WATCHED_CLIENT)
     except kafka_client_properties.ClientPropertiesError as e:
-        return str(e)
+        raise ValueError(str(e)) from None
     try:
-        http_client = load_http_client_config(args.node_metrics_config) if args.node_metrics_config else None
+        http_client = load_http_client_config(cluster.node_metrics_config) if cluster.node_metrics_config else None
     except ConfigFileError as e:
-        return f"--node-metrics-config: {e}"
-    return _ClientSettings(*settings, kafka_client_properties.principal(watched),
-                           kafka_client_properties.principal(events), http_client or NO_CLIENT_CONFIG)
+        raise ValueError(f"node metrics client config: {e}") from None
+    return ClusterClients(config, kafka_client_properties.principal(watched), http_client or NO_CLIENT_CONFIG)
 
 
-class _ChangeLog:
-    """Logs each change of the polls' outcome and of the nodes' metrics endpoints, once each."""
+def _events_settings(args: argparse.Namespace) -> tuple[dict[str, Any], str | None]:
+    events = kafka_client_properties.merged(args.events_command_config, {})
+    return (kafka_client_properties.kafka_python_config(events, EVENTS_CLIENT),
+            kafka_client_properties.principal(events))
 
-    def __init__(self, path: str, principal: str | None):
-        self.path, self.principal = path, principal
-        self.last_error: str | None = None
-        self.silent_nodes: set[int] = set()
 
-    def outcome(self, outcome: PollOutcome) -> None:
-        if outcome.info is None and outcome.error != self.last_error:
-            explained = kafka_failures.explain(outcome.error, self.principal)
-            log.warning("DescribeQuorum on %s: %s (error code %d, %d ms)%s", self.path, outcome.error,
-                        outcome.error_code, outcome.latency_ms, f": {explained}" if explained != outcome.error else "")
-        elif outcome.info is not None and self.last_error is not None:
-            log.info("DescribeQuorum on %s answers again (leader %d)", self.path, outcome.info.leader_id)
-        self.last_error = None if outcome.info is not None else outcome.error
+class Collection:
+    """One cluster's rounds, called from plain threads (`quorum describe`-like tools and the
+    tests that fold a real cluster's records into the health state): the collector's own round
+    (cluster_watch.ClusterRound) on an event loop of its own."""
 
-    def metrics_endpoints(self, silent: dict[int, str]) -> None:
-        for node in silent.keys() - self.silent_nodes:
-            log.warning("node %d's metrics endpoint: %s", node, silent[node])
-        for node in self.silent_nodes - silent.keys():
-            log.info("node %d's metrics endpoint answers again", node)
-        self.silent_nodes = set(silent)
+    def __init__(self, cluster: WatchedCluster, clients: ClusterClients | None = None):
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="collection", daemon=True)
+        self._thread.start()
+        self.round = self._call(_make_round(cluster, clients or cluster_clients(cluster)))
+
+    @property
+    def cluster_id(self) -> str | None:
+        return self.round.cluster_id
+
+    def warm_up(self) -> None:
+        self._call(self.round.warm_up())
+
+    def poll(self, last: bool = False) -> Poll:
+        return self._call(self.round.poll(last))
+
+    def close(self) -> None:
+        async def close() -> None:
+            self.round.close()
+        self._call(close())
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(2)
+
+    def _call(self, coroutine):
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+
+
+async def _make_round(cluster: WatchedCluster, clients: ClusterClients) -> ClusterRound:
+    return ClusterRound(cluster, clients)  # made on the loop that will run it
+
+
+# --- command --------------------------------------------------------------------------------------
+
+def check_arguments(args: argparse.Namespace) -> str | None:
+    """Why these options cannot work, or None."""
+    if getattr(args, "shard", None) and not getattr(args, "fleet", None):
+        return "--shard splits a --fleet file, and none is given"
+    if getattr(args, "fleet", None):
+        for flag in ("cluster_id", "command_config", "node_metrics_config", "timeout_ms"):
+            if getattr(args, flag, None):
+                return f"--{flag.replace('_', '-')} is a single cluster's: with --fleet, give it in the file's entry"
+        if args.node_metrics:
+            return "--node-metrics is a single cluster's: with --fleet, give it in the file's entry"
+        return None
+    if getattr(args, "node_metrics_config", None) and not args.node_metrics:
+        return "--node-metrics-config applies to --node-metrics endpoints, and none is given"
+    problem = check_poll_interval(args.interval_ms, args.unreachable_after_ms)
+    if problem:
+        return f"--interval-ms {args.interval_ms} with --unreachable-after-ms {args.unreachable_after_ms}: {problem}"
+    timeout = args.timeout_ms if args.timeout_ms is not None else args.interval_ms
+    if timeout <= 0:
+        return f"--timeout-ms must be positive (got {timeout})"
+    if timeout > args.interval_ms:
+        return (f"--timeout-ms {timeout} is longer than --interval-ms {args.interval_ms}: a poll that hangs would "
+                f"hold back the next record; use --timeout-ms {args.interval_ms} or less")
+    return check_cluster(single_cluster(args), args.unreachable_after_ms)
+
+
+def _load_fleet(args: argparse.Namespace) -> list[WatchedCluster]:
+    """The clusters this process watches: the file's (this shard's), or the flags' one."""
+    if not args.fleet:
+        return [single_cluster(args)]
+    fleet = load_fleet(args.fleet, args.unreachable_after_ms, args.interval_ms)
+    return in_shard(fleet, args.shard)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -312,65 +253,92 @@ def run(args: argparse.Namespace) -> int:
     # a cluster that is down would make kafka-python log every reconnect, every second; the
     # collector logs each change of the polls' outcome itself, and publishes every failure
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
-    problem = check_arguments(args)
-    settings = _client_settings(args) if not problem else problem
-    if isinstance(settings, str):
-        print(f"error: {settings}", file=sys.stderr)
-        return 2
-    timeout_ms = args.timeout_ms if args.timeout_ms is not None else args.interval_ms
-    publisher = EventPublisher(args.events_bootstrap_server, args.events_topic, client_config=settings.events,
-                               client_id=CLIENT_ID + "-events", principal=settings.events_principal).start()
-    poller = make_poller(args, timeout_ms, settings.watched, want_cluster_id=not args.cluster_id)
-    node_metrics = NodeMetricsReader(dict(args.node_metrics), timeout_ms, settings.node_metrics) \
-        if args.node_metrics else None
-    collection = Collection(poller, poller.bootstrap, args.interval_ms, args.cluster_id, node_metrics)
-    log.info("polling DescribeQuorum on %s every %d ms (timeout %d ms, job threshold %d ms), publishing to %s on %s",
-             _path(args), args.interval_ms, timeout_ms, args.unreachable_after_ms, args.events_topic,
-             args.events_bootstrap_server)
-    collection.warm_up(WARM_UP_S)
-    log.info("cluster id %s", collection.cluster_id or "not known yet (asked at every poll until one answers)")
-    if not collection.cluster_id and getattr(poller, "cluster_id_error", None):
-        log.warning("%s; give --cluster-id", cluster_id_refusal(poller.cluster_id_error, settings.principal))
-    changes = _ChangeLog(_path(args), settings.principal)
+    for name in ("shard", "fleet", "status_port"):
+        if not hasattr(args, name):
+            setattr(args, name, None)
     try:
-        polls, answered = _poll_until_stopped(args, collection, publisher, changes)
+        problem = check_arguments(args)
+        if problem:
+            raise ValueError(problem)
+        clusters = _load_fleet(args)
+        if not args.fleet:
+            cluster_clients(clusters[0])  # the files' faults said before anything starts
+        events_config, events_principal = _events_settings(args)
+    except (ValueError, ConfigFileError, kafka_client_properties.ClientPropertiesError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    publisher = EventPublisher(args.events_bootstrap_server, args.events_topic, client_config=events_config,
+                               client_id=CLIENT_ID + "-events", principal=events_principal).start()
+    try:
+        fleet = asyncio.run(_watch(args, clusters, publisher))
+    except ValueError as e:  # a cluster's client files (the fleet's first load)
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     finally:
-        collection.close()
         publisher.close()
     if publisher.dropped_total:
         log.warning("%d record(s) could not be published to the events topic %s: %s", publisher.dropped_total,
                     args.events_topic, publisher.last_error)
-    if args.count > 0 and polls and not answered:
-        log.error("every one of the %d poll(s) failed to reach the quorum (last: %s)", polls, changes.last_error)
+    unanswered = [w for w in fleet.ended if w.polls and not w.answered]
+    if args.count > 0 and unanswered:
+        for w in unanswered:
+            log.error("%severy one of the %d poll(s) failed to reach the quorum (last: %s)",
+                      f"{w.cluster.name}: " if args.fleet else "", w.polls, w.changes.last_error)
         return 1
     return 0
 
 
-def _poll_until_stopped(args: argparse.Namespace, collection: Collection, publisher, changes: _ChangeLog
-                        ) -> tuple[int, int]:
-    """Polls at a fixed cadence until SIGTERM, Ctrl-C or `--count` polls, publishing what each
-    gives; returns (polls, polls the quorum answered)."""
-    stop: list[int] = []
-    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
-    polls = answered = 0
-    next_poll = time.monotonic()
+async def _watch(args: argparse.Namespace, clusters: list[WatchedCluster], publisher) -> Fleet:
+    fleet = Fleet(cluster_clients, publisher.publish, args.count)
+    fleet.apply(clusters)
+    loop = asyncio.get_running_loop()
+    stopped = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stopped.set)
+    if args.fleet:
+        loop.add_signal_handler(signal.SIGHUP, lambda: _reload(args, fleet))
+    server = await serve_status("0.0.0.0", args.status_port, fleet.status) if args.status_port else None
+    _log_start(args, clusters)
+    done = asyncio.ensure_future(fleet.until_done())
     try:
-        while not stop and (args.count <= 0 or polls < args.count):
-            time.sleep(max(0.0, next_poll - time.monotonic()))
-            # fixed cadence; a late poll is not followed by a burst of catch-up polls
-            next_poll = max(next_poll + args.interval_ms / 1000, time.monotonic())
-            result = collection.poll(last=0 < args.count == polls + 1)
-            outcome = result.outcome
-            polls += 1
-            # an error answer of the quorum's own (NOT_LEADER_OR_FOLLOWER: no leader) is an answer;
-            # no answer, or a refusal of the collector's credentials, is a failed poll
-            answered += outcome.info is not None or (outcome.error_code >= 0
-                                                     and outcome.error not in kafka_failures.COLLECTOR_SIDE)
-            changes.outcome(outcome)
-            # no records while no cluster id is known to key them by: logged above, and --cluster-id avoids it
-            for record in result.records:
-                publisher.publish(record)
-            changes.metrics_endpoints(result.silent_nodes)
-    except KeyboardInterrupt:
-        pass
-    return polls, answered
+        await asyncio.wait([done, asyncio.ensure_future(stopped.wait())], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        done.cancel()
+        await fleet.stop()
+        if server is not None:
+            server.close()
+        for sig in (signal.SIGTERM, signal.SIGINT) + ((signal.SIGHUP,) if args.fleet else ()):
+            loop.remove_signal_handler(sig)
+    return fleet
+
+
+def _log_start(args: argparse.Namespace, clusters: list[WatchedCluster]) -> None:
+    events_at = f"publishing to {args.events_topic} on {args.events_bootstrap_server}"
+    if not args.fleet:
+        c = clusters[0]
+        log.info("polling DescribeQuorum on %s every %d ms (timeout %d ms, job threshold %d ms), %s", c.path,
+                 c.interval_ms, c.timeout_ms, args.unreachable_after_ms, events_at)
+        return
+    shard = f" (shard {args.shard[0]}/{args.shard[1]})" if args.shard else ""
+    log.info("watching %d cluster(s) of %s%s, %s: %s", len(clusters), args.fleet, shard, events_at,
+             ", ".join(c.name for c in clusters) or "none in this shard")
+
+
+def _reload(args: argparse.Namespace, fleet: Fleet) -> None:
+    """SIGHUP: the file read again; a file that does not load keeps the fleet as it is."""
+    try:
+        clusters = _load_fleet(args)
+        added, removed, unchanged = fleet.apply(clusters)
+    except (ValueError, ConfigFileError) as e:
+        log.error("the fleet file does not load, the %d cluster(s) watched stay as they are: %s",
+                  len(fleet.watches), e)
+        return
+    log.info("fleet file %s read again: %d cluster(s) added, %d removed, %d unchanged", args.fleet, added, removed,
+             unchanged)
+
+
+def _shard(text: str) -> tuple[int, int]:
+    try:
+        return parse_shard(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None

@@ -18,7 +18,7 @@ import pytest
 from quorum import events
 from quorum.kafka_watch import collector
 from quorum.kafka_watch.controller_poller import ControllerQuorumPoller
-from quorum.kafka_watch.kafka_node_metrics import NodeMetricsReader
+from quorum.kafka_watch.fleet_file import WatchedCluster
 from quorum.kafka_watch.quorum_info import quorum_info
 from quorum.node.peer_client import PeerConnection
 from quorum.synthetic.simulated_fleet import FleetThread, raise_open_files_limit
@@ -35,10 +35,9 @@ def fleet():
 
 def collection(cluster: dict) -> collector.Collection:
     """The collector's round for one simulated cluster, as `quorum collect --node-metrics` builds it."""
-    poller = collector.brokers_poller(cluster["bootstrap"], TIMEOUT_MS)
-    reader = NodeMetricsReader({int(n): url for n, url in cluster["node_metrics"].items()}, TIMEOUT_MS)
-    c = collector.Collection(poller, poller.bootstrap, 1000, None, reader)
-    c.warm_up(5)
+    metrics = tuple(sorted((int(n), url) for n, url in cluster["node_metrics"].items()))
+    c = collector.Collection(WatchedCluster(None, cluster["bootstrap"], None, 1000, TIMEOUT_MS, node_metrics=metrics))
+    c.warm_up()
     return c
 
 

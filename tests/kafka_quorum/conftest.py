@@ -20,9 +20,8 @@ from typing import Any, Callable
 import pytest
 
 from quorum import events
-from quorum.kafka_watch.collector import Collection, brokers_poller
-from quorum.kafka_watch.controller_poller import ControllerQuorumPoller
-from quorum.kafka_watch.kafka_node_metrics import NodeMetricsReader
+from quorum.kafka_watch.collector import Collection
+from quorum.kafka_watch.fleet_file import WatchedCluster
 from quorum.local_kafka import kafka_shapes
 from quorum.local_kafka.kafka_cluster import KafkaCluster
 from streaming.health.config import HealthConfig
@@ -101,14 +100,11 @@ class Watch:
         self.cluster = cluster
         self.interval_ms = interval_ms
         self.cfg = cfg or HealthConfig()
-        reader = NodeMetricsReader({i: cluster.metrics_url(i) for i in cluster.nodes}, interval_ms) \
-            if node_metrics else None
-        if path == "controllers":
-            poller = ControllerQuorumPoller(cluster.bootstrap_controllers, timeout_ms=interval_ms,
-                                            want_cluster_id=False)
-        else:
-            poller = brokers_poller(cluster.bootstrap, interval_ms, want_cluster_id=False)
-        self.collection = Collection(poller, poller.bootstrap, interval_ms, cluster.cluster_id, reader)
+        metrics = tuple((i, cluster.metrics_url(i)) for i in sorted(cluster.nodes)) if node_metrics else ()
+        brokers, controllers = (None, cluster.bootstrap_controllers) if path == "controllers" else (cluster.bootstrap,
+                                                                                                   None)
+        self.collection = Collection(WatchedCluster(cluster.cluster_id, brokers, controllers, interval_ms,
+                                                    interval_ms, node_metrics=metrics))
         self.state = new_state(cluster.cluster_id, "__cluster_metadata", 0)
         self.records: list[dict[str, Any]] = []
         self.rows: list[dict[str, Any]] = []

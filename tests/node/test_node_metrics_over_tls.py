@@ -10,6 +10,7 @@ name on the agent's certificate, the node's error names the 401 or the certifica
 password, and the node is not taken for one whose endpoint refuses connections."""
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import subprocess
 import time
@@ -21,7 +22,8 @@ import yaml
 
 from quorum import jvm
 from quorum.http_client_config import NO_CLIENT_CONFIG, HttpClientConfig, load_http_client_config
-from quorum.kafka_watch.kafka_node_metrics import NodeMetricsReader, scrape
+from quorum.kafka_watch.metrics_connection import MetricsConnection
+from quorum.kafka_watch.node_scrapes import NodeScrapes
 from quorum.local_kafka.kafka_node import JMX_EXPORTER_RULES
 from quorum.local_kafka.loopback_ports import free_port
 
@@ -93,18 +95,26 @@ def agent(test_ca, tmp_path_factory):
 
 
 def answer(url: str, client: HttpClientConfig) -> str:
+    async def get() -> str:
+        conn = MetricsConnection(url, client)
+        try:
+            return await conn.get(2.0)
+        finally:
+            conn.close()
     try:
-        return scrape(url, 2.0, client)
+        return asyncio.run(get())
     except OSError:  # not listening yet
         return ""
 
 
 def read_once(url: str, client: HttpClientConfig):
-    reader = NodeMetricsReader({3: url}, 5000, client)
-    try:
-        return reader.finish(reader.begin(), "c1", (1, 2, 3), last=True)
-    finally:
-        reader.close()
+    async def once():
+        reader = NodeScrapes({3: url}, 5000, client)
+        try:
+            return await reader.finish(reader.begin(), "c1", (1, 2, 3), last=True)
+        finally:
+            reader.close()
+    return asyncio.run(once())
 
 
 def test_the_reader_reads_a_node_served_over_https_with_basic_auth(agent):
