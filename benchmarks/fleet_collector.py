@@ -174,9 +174,12 @@ class Window:
 
 
 def measure(name: str, procs: dict[str, subprocess.Popen], hung: set[str], seconds: float, fixture: Fixture,
-            broker_pid: int, topic: TopicRecords, profiled: subprocess.Popen | None = None) -> Window:
+            broker_pid: int, topic: TopicRecords, profiled: subprocess.Popen | None = None,
+            clusters: set[str] | None = None) -> Window:
     """The collectors, the fixture and the broker over `seconds`, sampled every second; where
-    the `profiled` collector's CPU went, by thread."""
+    the `profiled` collector's CPU went, by thread. `clusters`: the ids watched (default: the
+    processes', one cluster each)."""
+    clusters = set(procs) if clusters is None else clusters
     pids = [p.pid for p in procs.values()]
     fixture_cpu, broker_cpu = TreeCpu(fixture.proc.pid), TreeCpu(broker_pid)
     before = {pid: read_process(pid) for pid in pids}
@@ -196,10 +199,9 @@ def measure(name: str, procs: dict[str, subprocess.Popen], hung: set[str], secon
     fixture_s, broker_s = TreeCpu.used(f0, fixture_cpu.seconds()), TreeCpu.used(b0, broker_cpu.seconds())
     time.sleep(2)  # the window's last records reach the topic
     records = topic.catch_up()
-    steady = set(procs) - hung
-    snaps = stamps(records, steady, SNAPSHOT, t0, t1)
+    snaps = stamps(records, clusters - hung, SNAPSHOT, t0, t1)
     errors = stamps(records, hung, POLL_ERROR, t0, t1)
-    return Window(name, len(procs), (t1 - t0) / 1000, sum(after[p].cpu_s - before[p].cpu_s for p in pids),
+    return Window(name, len(clusters), (t1 - t0) / 1000, sum(after[p].cpu_s - before[p].cpu_s for p in pids),
                   fixture_s, broker_s, [after[p].rss for p in pids], [after[p].pss for p in pids],
                   [peaks.threads.get(p, 0) for p in pids], [peaks.files.get(p, 0) for p in pids],
                   pooled(intervals(snaps)), longest_silence(snaps, t0, t1), pooled(intervals(errors)), by_thread)
@@ -208,7 +210,8 @@ def measure(name: str, procs: dict[str, subprocess.Popen], hung: set[str], secon
 def report(w: Window) -> None:
     mean = lambda xs: sum(xs) / len(xs) if xs else 0.0  # noqa: E731
     p = lambda xs, q: f"{percentile(xs, q):,.0f}" if xs else "none"  # noqa: E731
-    print(f"  {w.name}: {w.clusters} collector processes for {w.seconds:.0f} s: "
+    processes = f"{len(w.rss)} collector process{'es' if len(w.rss) > 1 else ''} watching {w.clusters} clusters"
+    print(f"  {w.name}: {processes} for {w.seconds:.0f} s: "
           f"{w.cpu_ms_per_cluster:.2f} ms CPU per cluster per s ({w.cpu_s / w.seconds:.3f} CPU s per s in all); "
           f"RSS {mean(w.rss) / MB:.1f} MB per cluster (max {max(w.rss) / MB:.1f}), PSS {mean(w.pss) / MB:.1f} MB; "
           f"threads per process {min(w.threads)}-{max(w.threads)} ({sum(w.threads)} in all); "
@@ -283,12 +286,51 @@ def measure_processes(args, k: int, fixture: Fixture, broker, topic_name: str, t
     return windows, growth
 
 
-def measure_fleet_collector(args) -> list[Window]:
-    """The fleet collector (`quorum collect --fleet FILE`) watching the whole simulated
-    fleet from one process: its place in this benchmark. Not built yet, so nothing is measured."""
-    print(f"the fleet collector (quorum collect --fleet) watching {args.clusters} clusters: not built yet "
-          "(the next step); nothing measured", flush=True)
-    return []
+def fleet_file(clusters: list[dict], path: Path) -> Path:
+    """The fleet file of the simulated clusters: each through its 3 nodes, with node metrics."""
+    import yaml
+    entries = [{"cluster_id": c["cluster_id"], "bootstrap_server": c["bootstrap"],
+                "node_metrics": {int(n): url for n, url in sorted(c["node_metrics"].items())}} for c in clusters]
+    path.write_text(yaml.safe_dump({"clusters": entries}, sort_keys=False))
+    return path
+
+
+def measure_fleet_collector(args, fixture: Fixture, broker, topic_name: str, topic: TopicRecords, work: Path
+                            ) -> tuple[list[Window], dict[str, tuple[int, int]]]:
+    """The fleet collector (`quorum collect --fleet FILE`) watching every cluster served, from
+    one process: steady, then with --hung-fraction of them hung, then --hang-cycles."""
+    clusters = fixture.clusters
+    index_of = {c["cluster_id"]: i for i, c in enumerate(clusters)}
+    hung = [c["cluster_id"] for c in clusters[:max(1, round(len(clusters) * args.hung_fraction))]]
+    print(f"one fleet collector (quorum collect --fleet) watching {len(clusters)} clusters "
+          f"({len(hung)} hung later)", flush=True)
+    with (work / "collect-fleet.log").open("wb") as out:
+        proc = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "named_threads.py"), "collect", "--fleet",
+                                 str(fleet_file(clusters, work / "fleet.yaml")), "--events-bootstrap-server",
+                                 broker.bootstrap, "--events-topic", topic_name, "--interval-ms", str(args.interval_ms)],
+                                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT)
+    procs = {"fleet": proc}
+    ids = set(index_of)
+    growth: dict[str, tuple[int, int]] = {}
+    try:
+        time.sleep(args.warmup_seconds)
+        if proc.poll() is not None:
+            raise RuntimeError(f"the fleet collector exited (log: {work / 'collect-fleet.log'})")
+        windows = [measure("steady", procs, set(), args.seconds, fixture, broker.pid, topic, proc, clusters=ids)]
+        report(windows[-1])
+        fixture.say("hang " + " ".join(str(index_of[c]) for c in hung))
+        time.sleep(args.interval_ms / 1000 * 2)  # the polls under way when they hung are left out
+        windows.append(measure(f"{len(hung)} of {len(clusters)} hung", procs, set(hung), args.seconds, fixture,
+                               broker.pid, topic, clusters=ids))
+        fixture.say("unhang all")
+        report(windows[-1])
+        if args.hang_cycles:
+            time.sleep(args.recover_seconds)
+            growth = hang_cycles(args, {c: proc for c in hung[:1]}, fixture, index_of, hung[:1])
+    finally:
+        fixture.say("unhang all")
+        stop_collectors(procs)
+    return windows, growth
 
 
 def goal_lines(baseline: Window | None, hung: Window | None, fleet: list[Window],
@@ -365,16 +407,13 @@ def main() -> None:
         try:
             runs = {}
             for k in sorted(args.sample):
-                runs[k] = measure_processes(args, k, fixture, broker, topic_name, topic, work,
-                                            cycles=k == max(args.sample))
-            fleet = measure_fleet_collector(args)
+                runs[k] = measure_processes(args, k, fixture, broker, topic_name, topic, work, cycles=False)
+            fleet, growth = measure_fleet_collector(args, fixture, broker, topic_name, topic, work)
         finally:
             fixture.close()
             topic.close()
-    largest = runs[max(args.sample)]
-    (steady, hung), growth = largest[0], largest[1]
-    print(f"goals: 500 clusters in one process; figures per cluster from K = {max(args.sample)}; "
-          f"the fleet collector is {'measured' if fleet else 'not built yet, so the goals judge today'}")
+    (steady, hung), _ = runs[max(args.sample)]
+    print(f"goals: {args.clusters} clusters in one process, against a process per cluster at K = {max(args.sample)}")
     for goal in goal_lines(steady, hung, fleet, growth):
         print(goal.line())
 

@@ -28,21 +28,22 @@ from quorum.kafka_watch.cluster_poller import ClusterPoller
 from quorum.kafka_watch.poll_outcome import PollOutcome
 
 
-class ControllerQuorumPoller:
-    """The controllers' path (cluster_poller.ClusterPoller) for callers on plain threads: the
-    same contract as brokers_poller.QuorumPoller: `poll()` never raises and never outlasts
-    `timeout_ms`; `close()` ends its connections."""
+class BlockingPoller:
+    """The collector's poller (cluster_poller.ClusterPoller) for callers on plain threads, with
+    the contract of brokers_poller.QuorumPoller: `poll()` never raises and never outlasts
+    `timeout_ms`; `close()` ends its connections. Give `brokers` or `controllers`."""
 
-    def __init__(self, bootstrap_controllers: str, *, timeout_ms: int, client_config: dict[str, Any] | None = None,
-                 topic: str = "__cluster_metadata", partition: int = 0, want_cluster_id: bool = True):
+    def __init__(self, *, brokers: str | None = None, controllers: str | None = None, timeout_ms: int,
+                 client_config: dict[str, Any] | None = None, topic: str = "__cluster_metadata", partition: int = 0,
+                 want_cluster_id: bool = True):
         """`client_config`: kafka-python's keyword arguments for the client properties
         (kafka_client_properties.kafka_python_config); none for a PLAINTEXT listener."""
-        self.bootstrap = bootstrap_controllers
         self.client_config = dict(client_config or {})
         self.timeout_ms = timeout_ms
-        self._poller = ClusterPoller(controllers=bootstrap_controllers, timeout_ms=timeout_ms,
+        self._poller = ClusterPoller(brokers=brokers, controllers=controllers, timeout_ms=timeout_ms,
                                      client_config=self.client_config, topic=topic, partition=partition,
                                      want_cluster_id=want_cluster_id)
+        self.bootstrap = self._poller.bootstrap
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="controller-poller", daemon=True)
         self._thread.start()
@@ -64,8 +65,7 @@ class ControllerQuorumPoller:
         return asyncio.run_coroutine_threadsafe(self._poller.poll(), self._loop).result()
 
     def warm_up(self, timeout_s: float) -> str | None:
-        """Agree the DescribeQuorum version with every controller before the first poll; the
-        cluster id when asked for."""
+        """Agree the DescribeQuorum version before the first poll; the cluster id when asked for."""
         return asyncio.run_coroutine_threadsafe(self._poller.warm_up(timeout_s), self._loop).result()
 
     def close(self) -> None:
@@ -77,6 +77,13 @@ class ControllerQuorumPoller:
             pass
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(2)
+
+
+class ControllerQuorumPoller(BlockingPoller):
+    """The controllers' path (`--bootstrap-controller`) for callers on plain threads."""
+
+    def __init__(self, bootstrap_controllers: str, **kw):
+        super().__init__(controllers=bootstrap_controllers, **kw)
 
 
 def cluster_id_refusal(error: str, principal: str | None) -> str:

@@ -273,3 +273,19 @@ def test_collector_polls_one_cluster_with_one_replica():
     assert command[:2] == ["quorum", "collect"]
     assert option(command, "--bootstrap-server") and int(option(command, "--interval-ms")[0]) > 0
     assert option(command, "--events-bootstrap-server") and option(command, "--events-topic") == ["quorum-events"]
+
+
+def test_the_fleet_collectors_replicas_each_take_their_ordinal_as_their_shard_of_the_replica_count():
+    from quorum.cli import build_parser
+    stateful_set = by_kind(manifests("collector-fleet.yaml"), "StatefulSet")
+    replicas = stateful_set["spec"]["replicas"]
+    (container,) = stateful_set["spec"]["template"]["spec"]["containers"]
+    (env,) = [e for e in container["env"] if e["name"] == "SHARD"]
+    assert env["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.labels['apps.kubernetes.io/pod-index']"
+    assert option(container["command"], "--shard") == [f"$(SHARD)/{replicas}"]
+    for ordinal in range(replicas):
+        command = [part.replace("$(SHARD)", str(ordinal)) for part in container["command"]]
+        args = build_parser().parse_args(command[1:])
+        assert args.shard == (ordinal, replicas)
+    mounts = {m["mountPath"] for m in container["volumeMounts"]}
+    assert str(Path(option(container["command"], "--fleet")[0]).parent) in mounts

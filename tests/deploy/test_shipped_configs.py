@@ -29,6 +29,8 @@ def kind_of(document) -> str | None:
         return "node"
     if JOB_SECTIONS & document.keys():
         return "job"
+    if isinstance(document.get("clusters"), list):
+        return "fleet"
     return None
 
 
@@ -61,11 +63,26 @@ CONFIGS = shipped_configs()
 
 
 @pytest.mark.parametrize("where, kind, document", CONFIGS, ids=[c[0] for c in CONFIGS])
-def test_shipped_config_loads(where, kind, document):
+def test_shipped_config_loads(where, kind, document, tmp_path):
     if kind == "job":
         JobConfig.from_dict(document)
+    elif kind == "fleet":
+        load_fleet_example(document, tmp_path)
     else:
         node_config(document, source=where)
+
+
+def load_fleet_example(document: dict, tmp_path: Path) -> list:
+    """A fleet file as `quorum collect --fleet` loads it, the files it names stood in for by
+    empty ones (they hold credentials that only the deployment has)."""
+    from quorum.kafka_watch.fleet_file import load_fleet
+    for entry in document.get("clusters") or []:
+        for key in ("command_config", "node_metrics_config"):
+            if isinstance(entry, dict) and entry.get(key):
+                (tmp_path / Path(entry[key]).name).write_text("")
+                entry[key] = Path(entry[key]).name
+    (tmp_path / "fleet.yaml").write_text(yaml.safe_dump(document))
+    return load_fleet(tmp_path / "fleet.yaml", 2000, 1000)
 
 
 def test_the_known_configs_are_among_those_checked():
@@ -76,6 +93,8 @@ def test_the_known_configs_are_among_those_checked():
     assert ("deploy/cluster/k8s/quorum-nodes.yaml ConfigMap quorum-node-config/node.yaml.template", "node") in found
     assert any(where.startswith("README.md yaml block") and kind == "node" for where, kind in found)
     assert any(where.startswith("docs/deployment.md yaml block") and kind == "job" for where, kind in found)
+    assert ("deploy/cluster/k8s/collector-fleet.yaml ConfigMap quorum-collector-fleet/fleet.yaml", "fleet") in found
+    assert any(where.startswith("docs/deployment.md yaml block") and kind == "fleet" for where, kind in found)
 
 
 def test_a_broken_config_would_be_caught():

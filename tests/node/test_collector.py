@@ -12,6 +12,7 @@ from quorum import events
 from quorum.cli import main
 from quorum.kafka_watch import collector
 from quorum.kafka_watch.brokers_poller import HEDGE_FRACTION, QuorumPoller
+from quorum.kafka_watch.controller_poller import BlockingPoller
 from quorum.kafka_watch.poll_outcome import PollOutcome
 from quorum.kafka_watch.quorum_info import quorum_info
 from quorum.local_kafka.loopback_ports import free_port
@@ -65,9 +66,14 @@ def test_defaults_are_the_jobs_and_pass_the_rule():
     assert collector.check_arguments(args) is None
 
 
-def test_a_refused_connection_is_named_and_bounded_by_the_timeout():
+# the collector's poller, and quorum describe's through the brokers (kafka-python's admin client)
+POLLERS = {"collector": lambda bootstrap, **kw: BlockingPoller(brokers=bootstrap, **kw), "describe": QuorumPoller}
+
+
+@pytest.mark.parametrize("which", POLLERS)
+def test_a_refused_connection_is_named_and_bounded_by_the_timeout(which):
     port = free_port()  # nothing listens there
-    poller = QuorumPoller(f"127.0.0.1:{port}", timeout_ms=800)
+    poller = POLLERS[which](f"127.0.0.1:{port}", timeout_ms=800)
     try:
         outcome = poller.poll()
     finally:
@@ -76,11 +82,12 @@ def test_a_refused_connection_is_named_and_bounded_by_the_timeout():
     assert outcome.latency_ms <= 800 + 300
 
 
-def test_a_silent_server_gives_a_timeout_within_the_timeout():
+@pytest.mark.parametrize("which", POLLERS)
+def test_a_silent_server_gives_a_timeout_within_the_timeout(which):
     with socket.socket() as s:  # accepts TCP connections, never answers
         s.bind(("127.0.0.1", 0))
         s.listen(8)
-        poller = QuorumPoller(f"127.0.0.1:{s.getsockname()[1]}", timeout_ms=500)
+        poller = POLLERS[which](f"127.0.0.1:{s.getsockname()[1]}", timeout_ms=500)
         start = time.monotonic()
         try:
             outcome = poller.poll()
@@ -188,7 +195,8 @@ def test_node_metrics_endpoints_are_kept_by_node_id():
     assert dict(args.node_metrics) == {1: "http://c-1:7071/metrics", 2: "https://c-2:7071/metrics"}
 
 
-def test_a_hung_node_costs_the_poller_part_of_one_poll_and_is_asked_last_after_it(tmp_path):
+@pytest.mark.parametrize("which", POLLERS)
+def test_a_hung_node_costs_the_poller_part_of_one_poll_and_is_asked_last_after_it(tmp_path, which):
     """The node the poller talks to is frozen (SIGSTOP: it accepts connections and answers
     nothing): the very next poll still answers, from another node, within its timeout, and the
     ones after do not wait on the frozen node at all."""
@@ -200,8 +208,7 @@ def test_a_hung_node_costs_the_poller_part_of_one_poll_and_is_asked_last_after_i
         leader = c.wait_leader()
         c.wait_every_replica_caught_up(leader)
         followers = [i for i in c.voter_ids if i != leader]
-        poller = QuorumPoller(",".join(c.bootstrap(f) for f in followers), timeout_ms=1000,
-                                        want_cluster_id=False)
+        poller = POLLERS[which](",".join(c.bootstrap(f) for f in followers), timeout_ms=1000, want_cluster_id=False)
         first = c.wait_for(lambda: (o := poller.poll()).info is not None and o, 15, "a first answer")
         hung = first.answered_by
         assert hung in c.ids
