@@ -4,26 +4,22 @@ Kafka's wire protocol and JMX-exporter /metrics for --clusters clusters of 3 nod
 hung on command). Correctness stays proven on real Kafka (tests/kafka_quorum); this measures cost.
 
 It starts the fixture in a process of its own and an events Kafka broker (quorum/local_kafka),
-then measures today's way of watching a fleet, the baseline: one `quorum collect` process per
-cluster (--bootstrap-server with the cluster's 3 nodes, --node-metrics for each, --interval-ms
-1000), for each sample size K of --sample:
-  1. steady: the K collectors for --seconds after --warmup-seconds;
-  2. hung: the same with --hung-fraction of the K clusters hung (at least one);
-  3. --hang-cycles (largest K only): a hung cluster hung again --hang-cycles times for
-     --hang-seconds, --recover-seconds apart; its collector's threads, RSS and open files after,
-     against before.
+then measures two ways of watching the fleet:
+  - the baseline, a process per cluster: one `quorum collect` per cluster (--bootstrap-server
+    with the cluster's 3 nodes, --node-metrics for each, --interval-ms 1000), for each sample
+    size K of --sample;
+  - the fleet collector: one `quorum collect --fleet FILE` watching every cluster served.
+Each is measured steady for --seconds after --warmup-seconds, then with --hung-fraction of its
+clusters hung (at least one); then the fleet collector's clusters hang --hang-cycles times for
+--hang-seconds, --recover-seconds apart, and its threads, RSS and open files after are compared
+with before.
+
 For each window it prints the collectors' CPU per cluster per second (from /proc of each
 process), RSS (and PSS: the shared pages divided) per cluster, threads and open files per process,
 the interval between each cluster's snapshots on the events topic (p50, p99, the longest
 silence; the hung clusters' poll-error records apart), the CPU the fixture and the broker took,
-and where a collector's CPU went by thread.
-
-The fleet collector (`quorum collect --fleet FILE`) is not built yet: its measurement
-has its place here (`measure_fleet_collector`) and prints that it is not built. The run ends
-with one line per target of the issue:
+and where a collector's CPU went by thread. The run ends with one line per target:
   goal NAME: VALUE against a process per cluster BASELINE = RATIO (goal G): holds|short
-judged on the fleet collector's figure once it exists, and meanwhile on today's own (a process
-per cluster), which is expected to fall short.
 
   python benchmarks/fleet_collector.py                         # 500 clusters served, K = 10 and 25
   python benchmarks/fleet_collector.py --clusters 20 --sample 3 --seconds 10 --warmup-seconds 10 --hang-cycles 0
@@ -172,6 +168,14 @@ class Window:
     def cpu_ms_per_cluster(self) -> float:
         return self.cpu_s / self.clusters / self.seconds * 1000
 
+    @property
+    def rss_per_cluster(self) -> float:
+        return sum(self.rss) / self.clusters
+
+    @property
+    def pss_per_cluster(self) -> float:
+        return sum(self.pss) / self.clusters
+
 
 def measure(name: str, procs: dict[str, subprocess.Popen], hung: set[str], seconds: float, fixture: Fixture,
             broker_pid: int, topic: TopicRecords, profiled: subprocess.Popen | None = None,
@@ -208,12 +212,12 @@ def measure(name: str, procs: dict[str, subprocess.Popen], hung: set[str], secon
 
 
 def report(w: Window) -> None:
-    mean = lambda xs: sum(xs) / len(xs) if xs else 0.0  # noqa: E731
     p = lambda xs, q: f"{percentile(xs, q):,.0f}" if xs else "none"  # noqa: E731
     processes = f"{len(w.rss)} collector process{'es' if len(w.rss) > 1 else ''} watching {w.clusters} clusters"
     print(f"  {w.name}: {processes} for {w.seconds:.0f} s: "
           f"{w.cpu_ms_per_cluster:.2f} ms CPU per cluster per s ({w.cpu_s / w.seconds:.3f} CPU s per s in all); "
-          f"RSS {mean(w.rss) / MB:.1f} MB per cluster (max {max(w.rss) / MB:.1f}), PSS {mean(w.pss) / MB:.1f} MB; "
+          f"RSS {w.rss_per_cluster / MB:.2f} MB per cluster ({max(w.rss) / MB:.1f} MB the largest process), "
+          f"PSS {w.pss_per_cluster / MB:.2f} MB; "
           f"threads per process {min(w.threads)}-{max(w.threads)} ({sum(w.threads)} in all); "
           f"open files per process {min(w.files)}-{max(w.files)}", flush=True)
     print(f"    snapshot interval (clusters not hung): p50 {p(w.snapshot_intervals, 50)} ms, "
@@ -335,22 +339,21 @@ def measure_fleet_collector(args, fixture: Fixture, broker, topic_name: str, top
 
 def goal_lines(baseline: Window | None, hung: Window | None, fleet: list[Window],
                growth: dict[str, tuple[int, int]]) -> list[Goal]:
-    """The fleet targets, on the fleet collector's figures once it is measured; meanwhile on
-    today's (a process per cluster), each against today's as the baseline."""
+    """The fleet targets on the fleet collector's figures, each against a process per cluster;
+    on the baseline's own when the fleet collector was not measured (said in each name)."""
     ours = fleet[0] if fleet else baseline
     ours_hung = fleet[1] if len(fleet) > 1 else hung
     who = "" if fleet else " (today: a process per cluster)"
 
     def figure(w: Window | None, what):
         return what(w) if w is not None else None
-    mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
     p99 = lambda w: percentile(w.snapshot_intervals, 99) if w.snapshot_intervals else float(w.silence_ms)  # noqa: E731
     how = "the steady and hung windows"
     return [
         Goal("cpu_per_cluster" + who, figure(ours, lambda w: w.cpu_ms_per_cluster),
              figure(baseline, lambda w: w.cpu_ms_per_cluster), TARGETS["cpu_ms"], "ms CPU per s", BASELINE,
              on_value=True, how_to_measure=how),
-        Goal("rss_per_cluster" + who, figure(ours, lambda w: mean(w.rss)), figure(baseline, lambda w: mean(w.rss)),
+        Goal("rss_per_cluster" + who, figure(ours, lambda w: w.rss_per_cluster), figure(baseline, lambda w: w.rss_per_cluster),
              TARGETS["rss"], "MB", BASELINE, on_value=True, how_to_measure=how),
         Goal("snapshot_interval_p99" + who, figure(ours, p99), figure(baseline, p99), TARGETS["p99_ms"], "ms",
              BASELINE, on_value=True, how_to_measure=how),

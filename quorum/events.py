@@ -362,12 +362,15 @@ def to_dict(record: Record) -> dict[str, Any]:
     out: dict[str, Any] = {"type": record.TYPE, "version": VERSION}
     for fs in field_specs(type(record)):
         value = getattr(record, fs.name)
-        if fs.kind == "replica_list":
-            value = [dataclasses.asdict(r) for r in value]
+        if fs.kind == "replica_list":  # what dataclasses.asdict gives, without its deep copies
+            value = [{name: getattr(r, name) for name in _REPLICA_FIELDS} for r in value]
         elif fs.kind == "long_list":
             value = list(value)
         out[fs.name] = value
     return out
+
+
+_REPLICA_FIELDS = tuple(f.name for f in dataclasses.fields(ReplicaState))
 
 
 def encode(record: Record) -> bytes:

@@ -109,7 +109,8 @@ class ClusterPoller:
         deadline = start + self.timeout_ms / 1000
         self._brokers_answered = False
         try:
-            node_id, info, cluster_id = await asyncio.wait_for(self._poll(deadline), self.timeout_ms / 1000 + 0.05)
+            async with asyncio.timeout(self.timeout_ms / 1000 + 0.05):
+                node_id, info, cluster_id = await self._poll(deadline)
         except DescribeError as e:
             outcome = PollOutcome(_ms_since(start), getattr(e, "answered_by", -1), error_code=e.error_code,
                                   error=e.error or "bad_answer", leader_id=e.leader_id, leader_epoch=e.leader_epoch,

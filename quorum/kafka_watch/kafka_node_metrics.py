@@ -17,6 +17,7 @@ that node's error (`HTTPError: HTTP Error 401: Unauthorized`, `... CERTIFICATE_V
 from __future__ import annotations
 
 import math
+import re
 from typing import Iterable
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -50,11 +51,51 @@ class NodeMetricsError(ValueError):
 
 
 def samples(text: str) -> dict[str, float]:
-    """The exposition's samples by name and labels (`name{label="value"}`), for the names used here."""
+    """The exposition's samples by name and labels (`name{label="value"}`, the labels sorted),
+    for the names used here. A node serves thousands of series and a collector reads every node
+    of a fleet every second: the few lines read here are parsed by hand, and a line this cannot
+    read plainly (escaped label values) by prometheus_client's parser."""
     out: dict[str, float] = {}
-    # a node serves thousands of series; parse only the few read here
-    wanted = "\n".join(line for line in text.splitlines() if line.startswith(WANTED))
-    for family in text_string_to_metric_families(wanted):
+    for line in text.splitlines():
+        if not line.startswith(WANTED):
+            continue
+        key, value = _sample(line)
+        if key is None:
+            out.update(_parsed(line))
+        else:
+            out[key] = value
+    return out
+
+
+_LABEL = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)="([^"\\]*)"\s*(?:,|$)')
+
+
+def _sample(line: str) -> tuple[str | None, float]:
+    """(key, value) of a plain sample line; (None, nan) for one to leave to the full parser."""
+    try:
+        if "{" in line:
+            name, _, rest = line.partition("{")
+            labels, _, tail = rest.rpartition("}")
+            if "\\" in labels:
+                return None, math.nan
+            one = labels.rstrip(",")
+            if "," not in one and " " not in one and one.count('"') == 2:  # one label: nothing to sort
+                return f"{name}{{{one}}}", float(tail.split()[0])
+            pairs = _LABEL.findall(labels)
+            if ",".join(f'{k}="{v}"' for k, v in pairs) != labels.strip().rstrip(",").replace(", ", ","):
+                return None, math.nan
+            text = ",".join(f'{k}="{v}"' for k, v in sorted(pairs))
+            key = f"{name.strip()}{{{text}}}" if text else name.strip()
+            return key, float(tail.split()[0])
+        name, value = line.split()[:2]
+        return name, float(value)
+    except (ValueError, IndexError):
+        return None, math.nan
+
+
+def _parsed(line: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for family in text_string_to_metric_families(line):
         for s in family.samples:
             labels = ",".join(f'{k}="{v}"' for k, v in sorted(s.labels.items()))
             out[f"{s.name}{{{labels}}}" if labels else s.name] = s.value

@@ -51,7 +51,8 @@ class MetricsConnection:
     async def get(self, timeout_s: float) -> str:
         """The body of one GET, within `timeout_s` (connecting included)."""
         try:
-            return await asyncio.wait_for(self._get(), timeout_s)
+            async with asyncio.timeout(timeout_s):
+                return await self._get()
         except BaseException:
             self.close()  # a half-read answer would be read as the next one's
             raise

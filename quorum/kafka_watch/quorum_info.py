@@ -94,6 +94,27 @@ def quorum_info(result: dict[str, Any], topic: str = "__cluster_metadata", parti
     raise DescribeError(f"the answer does not describe {topic}-{partition}", -1, "bad_answer")
 
 
+def answer_fields(answer: Any) -> dict[str, Any]:
+    """The fields of a raw DescribeQuorum response that `quorum_info` reads, as its `to_dict()`
+    gives them, read straight off the response (a collector reads one per cluster per second;
+    the generic `to_dict()` walk was a tenth of its time)."""
+    def replica(r: Any) -> dict[str, Any]:
+        return {"replica_id": r.replica_id, "log_end_offset": r.log_end_offset,
+                "last_fetch_timestamp": r.last_fetch_timestamp, "last_caught_up_timestamp": r.last_caught_up_timestamp,
+                "replica_directory_id": r.replica_directory_id}
+
+    def partition(p: Any) -> dict[str, Any]:
+        return {"partition_index": p.partition_index, "error_code": p.error_code, "error_message": p.error_message,
+                "leader_id": p.leader_id, "leader_epoch": p.leader_epoch, "high_watermark": p.high_watermark,
+                "current_voters": [replica(r) for r in p.current_voters or ()],
+                "observers": [replica(r) for r in p.observers or ()]}
+    return {"error_code": answer.error_code, "error_message": answer.error_message,
+            "topics": [{"topic_name": t.topic_name, "partitions": [partition(p) for p in t.partitions or ()]}
+                       for t in answer.topics or ()],
+            "nodes": [{"node_id": n.node_id, "listeners": [{"name": ls.name, "host": ls.host, "port": ls.port}
+                                                           for ls in n.listeners or ()]} for n in answer.nodes or ()]}
+
+
 def _replica(r: dict[str, Any]) -> Replica:
     return Replica(r["replica_id"], r["log_end_offset"], r.get("last_fetch_timestamp", -1),
                    r.get("last_caught_up_timestamp", -1), directory_id_text(r.get("replica_directory_id")))

@@ -7,12 +7,14 @@ A node that hangs keeps its connection: its requests expire at their deadline an
 ones go out on the same connection; one that goes away is connected to again at the next ask."""
 from __future__ import annotations
 
+import asyncio
+import struct
 import time
 from typing import Any
 
 from quorum.kafka_client.wire_login import WireLogin, secured
-from quorum.kafka_watch.quorum_info import DescribeError, QuorumInfo, quorum_info
-from quorum.node.peer_client import PeerConnection
+from quorum.kafka_watch.quorum_info import DescribeError, QuorumInfo, answer_fields, quorum_info
+from quorum.node.peer_client import Codec, PeerConnection, settle
 from quorum.wire.apis import API_VERSIONS, DESCRIBE_CLUSTER, DESCRIBE_QUORUM, SUPPORTED
 
 MAX_FRAME_BYTES = 1 << 20
@@ -38,6 +40,22 @@ def remaining(deadline: float) -> float:
     return max(0.01, deadline - time.monotonic())
 
 
+class _Encoded(Codec):
+    """A request that is the same every poll, encoded once: each send patches in its
+    correlation id (the framed header: size, api key, api version, correlation id)."""
+
+    def __init__(self, api_key: int, version: int, body: Any, client_id: str):
+        super().__init__(api_key, version, body)
+        self._frame = bytearray(super().encode(0, client_id))
+
+    def encode(self, correlation_id: int, client_id: str) -> bytes:
+        _CORRELATION.pack_into(self._frame, 8, correlation_id)
+        return bytes(self._frame)
+
+
+_CORRELATION = struct.Struct(">i")
+
+
 class QuorumLinks:
     """The connections to one cluster's nodes; every call is made on the event loop that runs
     the cluster's polls."""
@@ -50,6 +68,7 @@ class QuorumLinks:
         self._login = WireLogin(config, self.client_id) if secured(config) else None
         self._versions: dict[Endpoint, int] = {}  # endpoint -> DescribeQuorum version agreed
         self._conns: dict[Endpoint, PeerConnection] = {}
+        self._describe_codecs: dict[int, _Encoded] = {}  # version -> the request, encoded once
 
     def knows_version(self, at: Endpoint) -> bool:
         return at in self._versions
@@ -59,12 +78,16 @@ class QuorumLinks:
         version = self._versions.get(at)
         if version is None:
             version = self._versions[at] = await self.agree(at, deadline)
-        cls = SUPPORTED[DESCRIBE_QUORUM].request
-        topic = cls.TopicData
-        body = cls(topics=[topic(topic_name=self.topic,
-                                 partitions=[topic.PartitionData(partition_index=self.partition)])])
-        answer = await self.connection(at).request(DESCRIBE_QUORUM, version, body, remaining(deadline))
-        return quorum_info(answer.to_dict(), self.topic, self.partition)
+        codec = self._describe_codecs.get(version)
+        if codec is None:
+            cls = SUPPORTED[DESCRIBE_QUORUM].request
+            topic = cls.TopicData
+            body = cls(topics=[topic(topic_name=self.topic,
+                                     partitions=[topic.PartitionData(partition_index=self.partition)])])
+            codec = self._describe_codecs[version] = _Encoded(DESCRIBE_QUORUM, version, body, self.client_id)
+        fut = asyncio.get_running_loop().create_future()
+        self.connection(at).send(codec, remaining(deadline), settle(fut))
+        return quorum_info(answer_fields(await fut), self.topic, self.partition)
 
     async def agree(self, at: Endpoint, deadline: float) -> int:
         """The highest DescribeQuorum version both speak, from the node's ApiVersions."""

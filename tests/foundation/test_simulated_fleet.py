@@ -19,7 +19,7 @@ from quorum import events
 from quorum.kafka_watch import collector
 from quorum.kafka_watch.controller_poller import ControllerQuorumPoller
 from quorum.kafka_watch.fleet_file import WatchedCluster
-from quorum.kafka_watch.quorum_info import quorum_info
+from quorum.kafka_watch.quorum_info import answer_fields, quorum_info
 from quorum.node.peer_client import PeerConnection
 from quorum.synthetic.simulated_fleet import FleetThread, raise_open_files_limit
 from quorum.wire import apis as w
@@ -91,7 +91,9 @@ def test_describe_quorum_is_answered_in_v0_v1_and_v2(fleet):
         body = cls(topics=[cls.TopicData(topic_name="__cluster_metadata",
                                          partitions=[cls.TopicData.PartitionData(partition_index=0)])])
         try:
-            return quorum_info((await conn.request(w.DESCRIBE_QUORUM, version, body, 2)).to_dict())
+            answer = await conn.request(w.DESCRIBE_QUORUM, version, body, 2)
+            assert quorum_info(answer_fields(answer)) == quorum_info(answer.to_dict())  # the collector's reading
+            return quorum_info(answer.to_dict())
         finally:
             conn.close()
     answers = {v: asyncio.run(ask(v)) for v in (0, 1, 2)}
