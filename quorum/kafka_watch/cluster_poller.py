@@ -204,12 +204,14 @@ class ClusterPoller:
             self._preferred = a.at
             self._suspects.pop(a.at, None)
         cluster_id = None
-        if self.want_cluster_id:
+        # the cluster id when wanted; a broker's own id once (DescribeCluster names every broker)
+        if self.want_cluster_id or a.primary and not self.via_controllers and a.at not in self._broker_ids:
             try:
-                cluster_id = await self._cluster_id(a.at, deadline, learn_brokers=False,
+                cluster_id = await self._cluster_id(a.at, deadline, learn_brokers=a.primary,
                                                     controllers=self.via_controllers or not a.primary)
             except Exception:  # noqa: BLE001 - asked again next poll
                 pass
+            node_id = self._node_id(a, info.leader_id)
         return node_id, info, cluster_id
 
     async def _cluster_id(self, at: Endpoint, deadline: float, learn_brokers: bool,
@@ -220,7 +222,8 @@ class ClusterPoller:
         self.cluster_id_error = kafka_error_name(code) if code else None
         if learn_brokers and not self.via_controllers:
             by_address = {(b["host"], b["port"]): b["broker_id"] for b in answer.get("brokers") or []}
-            self._broker_ids = {at: by_address[at] for at in self._given if at in by_address}
+            # -1: a broker known by another address (a load balancer's, say); not asked again
+            self._broker_ids = {at: by_address.get(at, -1) for at in self._given}
         return answer.get("cluster_id") or None
 
     def _node_id(self, a: _Ask, leader_id: int) -> int:

@@ -151,7 +151,7 @@ class ClusterWatch:
             if not self.round.cluster_id:
                 log.info("%s: cluster id not known yet (asked at every poll until one answers)", self.cluster.name)
                 if self.round.poller.cluster_id_error:
-                    log.warning("%s: %s; give its cluster id", self.cluster.name,
+                    log.warning("%s: %s; give --cluster-id", self.cluster.name,
                                 cluster_id_refusal(self.round.poller.cluster_id_error, self.principal))
             elif not self.cluster.cluster_id:
                 log.info("cluster id %s", self.round.cluster_id)

@@ -33,7 +33,8 @@ single-cluster flags are a fleet of one.
 Every interval is checked against the streaming job's `health.unreachable_after_ms`
 (--unreachable-after-ms): at least two polls must fall within it, or the collector refuses to
 start (exit code 2), naming the numbers. Records are keyed per quorum (`events.quorum_key`) and
-go through one producer; publishing never blocks polling (bounded buffer, oldest dropped first).
+go through one producer (librdkafka); publishing never blocks polling (records the events Kafka
+does not take within 30 s are dropped, counted and the failure named).
 """
 from __future__ import annotations
 
@@ -53,6 +54,7 @@ from quorum.kafka_watch.cluster_poller import CLIENT_ID
 from quorum.kafka_watch.cluster_watch import WARM_UP_S, ClusterClients, ClusterRound, Poll
 from quorum.kafka_watch.controller_fallback import ControllerFallback
 from quorum.kafka_watch.controller_poller import ControllerQuorumPoller
+from quorum.kafka_watch.events_producer import EventsProducer
 from quorum.kafka_watch.fleet import Fleet
 from quorum.kafka_watch.fleet_file import WatchedCluster, check_cluster, in_shard, load_fleet, parse_shard
 from quorum.kafka_watch.kafka_node_metrics import parse_endpoint
@@ -66,8 +68,9 @@ log = logging.getLogger(__name__)
 
 DEFAULT_INTERVAL_MS = 1000
 DEFAULT_UNREACHABLE_AFTER_MS = 2000  # the streaming job's health.unreachable_after_ms default
+SERVE_DELIVERIES_S = 0.5  # how often the producer's delivery callbacks run (failures counted, named)
 WATCHED_CLIENT = "quorum collect's client for the watched cluster"
-EVENTS_CLIENT = "quorum collect's events producer (kafka-python)"
+EVENTS_CLIENT = "quorum collect's events producer"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -170,10 +173,11 @@ def cluster_clients(cluster: WatchedCluster) -> ClusterClients:
     return ClusterClients(config, kafka_client_properties.principal(watched), http_client or NO_CLIENT_CONFIG)
 
 
-def _events_settings(args: argparse.Namespace) -> tuple[dict[str, Any], str | None]:
-    events = kafka_client_properties.merged(args.events_command_config, {})
-    return (kafka_client_properties.kafka_python_config(events, EVENTS_CLIENT),
-            kafka_client_properties.principal(events))
+def _events_properties(args: argparse.Namespace) -> dict[str, str]:
+    """The events producer's client properties, checked before anything starts."""
+    props = kafka_client_properties.merged(args.events_command_config, {})
+    kafka_client_properties.librdkafka_config(props, EVENTS_CLIENT)
+    return props
 
 
 class Collection:
@@ -248,7 +252,6 @@ def _load_fleet(args: argparse.Namespace) -> list[WatchedCluster]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from quorum.node.publisher import EventPublisher
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # a cluster that is down would make kafka-python log every reconnect, every second; the
     # collector logs each change of the polls' outcome itself, and publishes every failure
@@ -263,12 +266,12 @@ def run(args: argparse.Namespace) -> int:
         clusters = _load_fleet(args)
         if not args.fleet:
             cluster_clients(clusters[0])  # the files' faults said before anything starts
-        events_config, events_principal = _events_settings(args)
+        events_properties = _events_properties(args)
     except (ValueError, ConfigFileError, kafka_client_properties.ClientPropertiesError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    publisher = EventPublisher(args.events_bootstrap_server, args.events_topic, client_config=events_config,
-                               client_id=CLIENT_ID + "-events", principal=events_principal).start()
+    publisher = EventsProducer(args.events_bootstrap_server, args.events_topic, events_properties,
+                               client_id=CLIENT_ID + "-events")
     try:
         fleet = asyncio.run(_watch(args, clusters, publisher))
     except ValueError as e:  # a cluster's client files (the fleet's first load)
@@ -288,7 +291,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _watch(args: argparse.Namespace, clusters: list[WatchedCluster], publisher) -> Fleet:
+async def _watch(args: argparse.Namespace, clusters: list[WatchedCluster], publisher: EventsProducer) -> Fleet:
     fleet = Fleet(cluster_clients, publisher.publish, args.count)
     fleet.apply(clusters)
     loop = asyncio.get_running_loop()
@@ -298,18 +301,26 @@ async def _watch(args: argparse.Namespace, clusters: list[WatchedCluster], publi
     if args.fleet:
         loop.add_signal_handler(signal.SIGHUP, lambda: _reload(args, fleet))
     server = await serve_status("0.0.0.0", args.status_port, fleet.status) if args.status_port else None
+    serving = asyncio.ensure_future(_serve_deliveries(publisher))
     _log_start(args, clusters)
     done = asyncio.ensure_future(fleet.until_done())
     try:
         await asyncio.wait([done, asyncio.ensure_future(stopped.wait())], return_when=asyncio.FIRST_COMPLETED)
     finally:
         done.cancel()
+        serving.cancel()
         await fleet.stop()
         if server is not None:
             server.close()
         for sig in (signal.SIGTERM, signal.SIGINT) + ((signal.SIGHUP,) if args.fleet else ()):
             loop.remove_signal_handler(sig)
     return fleet
+
+
+async def _serve_deliveries(publisher: EventsProducer) -> None:
+    while True:
+        await asyncio.sleep(SERVE_DELIVERIES_S)
+        publisher.serve()
 
 
 def _log_start(args: argparse.Namespace, clusters: list[WatchedCluster]) -> None:
