@@ -37,6 +37,7 @@ class EventsProducer:
             # one request in flight: each quorum's records stay in order through retries, with no
             # idempotent producer's rights to ask of the events Kafka (WRITE on the topic is enough)
             "acks": 1, "max.in.flight.requests.per.connection": 1,
+            "partitioner": "murmur2_random",  # Kafka's partitioner, as every producer of the events topic
             "message.timeout.ms": DELIVERY_TIMEOUT_MS, "queue.buffering.max.messages": QUEUE_RECORDS,
             "error_cb": self._error,
             "log_level": 0,  # librdkafka's every reconnect; failures are named once, here
