@@ -249,9 +249,11 @@ class Model:
             return None
         bound = self.detection_bound(d)
         if d.healed - d.start < bound:
-            return f"lasted {d.healed - d.start:.0f} s, less than its detection bound of {bound:g} s"
+            return f"lasted {d.healed - d.start:.1f} s, less than its detection bound of {bound:g} s"
         outage = self.monitor_out(d.start, d.healed)
         if outage is not None:
-            return (f"the monitor was out: #{outage.planned.index} {outage.kind} {outage.start - d.start:+.0f} s "
-                    f"from it, out for {MONITOR_OUT_S[outage.kind]:g} s after")
+            since = d.start - outage.start
+            when = f"{since:.0f} s before it began" if since >= 0 else f"{-since:.0f} s after it began"
+            return (f"the monitor was out: #{outage.planned.index} {outage.kind} {when} (out until "
+                    f"{MONITOR_OUT_S[outage.kind]:g} s after it was done)")
         return None

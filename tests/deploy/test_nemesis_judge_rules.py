@@ -108,7 +108,7 @@ CASES: list[tuple[str, Callable[[], Run], str | None, str]] = [
      lambda: Run([fault(0, "freeze", [2], ["follower"], 1000, 1012)]), None, "less than its detection bound of 17 s"),
     ("a fault while the monitor is out needs no verdict in time",
      lambda: Run([monitor(0, "job-kill", 995), fault(1, "freeze", [2], ["follower"], 1000, 1060)],
-                 restarts=[(995.0, 0.0), (997.0, 1.0)]), None, "the monitor was out: #0 job-kill -5 s"),
+                 restarts=[(995.0, 0.0), (997.0, 1.0)]), None, "the monitor was out: #0 job-kill 5 s before it began"),
     ("a skewed clock has nothing to detect",
      lambda: Run([fault(0, "skew", [2], ["follower"], 1000, 1060)]), None, "nothing to detect"),
     ("a wrong cause held beyond its grace",
