@@ -127,7 +127,7 @@ def _what(d: Done) -> str:
 
 
 def _judge_detection(model: Model, series: Series, d: Done, verdict: Verdict) -> None:
-    latency = _detection(d, series)
+    latency = _detection(d, series, model)
     why = model.not_expected(d)
     verdict.detections.append((d, latency, why is None))
     if why is not None:
@@ -224,7 +224,7 @@ def _first(samples: list[tuple[float, str]], a: float, b: float, ok) -> float | 
     return next((t for t, v in samples if a <= t <= b and ok(v)), None)
 
 
-def _detection(d: Done, series: Series) -> float | None:
+def _detection(d: Done, series: Series, model: Model) -> float | None:
     """Seconds from the fault to the verdict that shows it, or None."""
     kind = d.kind
     until = d.healed + 5
@@ -244,12 +244,18 @@ def _detection(d: Done, series: Series) -> float | None:
     else:
         samples = series.replica_status.get((d.cluster_id, d.nodes[0]), [])
         at = _first(samples, d.start, until, lambda s: s == "unreachable")
+        quorum = series.quorum_status.get(d.cluster_id, [])
         if d.roles == ("leader",):
             # With another voter out no successor can win: without a live leader no replica is
             # judged (the old leader `unknown`, cause `down`) and the quorum's status is the verdict
-            quorum = _first(series.quorum_status.get(d.cluster_id, []), d.start, until,
-                            lambda s: s in PAGING_STATUSES)
-            at = min((x for x in (at, quorum) if x is not None), default=None)
+            by_quorum = _first(quorum, d.start, until, lambda s: s in PAGING_STATUSES)
+        else:
+            # A follower out while another voter is too: the quorum keeps no leader, its
+            # replicas are `unknown`, and the quorum's status is the verdict on both
+            by_quorum = next((t for t, s in quorum if d.start <= t <= until and s in PAGING_STATUSES
+                              and d.nodes[0] in model.voters_out(d.cluster_id, t)
+                              and len(model.voters_out(d.cluster_id, t)) >= 2), None)
+        at = min((x for x in (at, by_quorum) if x is not None), default=None)
     return None if at is None else at - d.start
 
 
