@@ -249,7 +249,7 @@ class Model:
             return None
         bound = self.detection_bound(d)
         if d.healed - d.start < bound:
-            return f"lasted {d.healed - d.start:.1f} s, less than its detection bound of {bound:g} s"
+            return f"lasted {d.healed - d.start:.2f} s, less than its detection bound of {bound:g} s"
         outage = self.monitor_out(d.start, d.healed)
         if outage is not None:
             since = d.start - outage.start
