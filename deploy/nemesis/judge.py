@@ -2,20 +2,18 @@
 them, and Alertmanager's notifications, as the operator gets them) held against the model:
 detections and their latency per fault, false pages (an alert firing with no fault behind it, or
 a notification of an alert Prometheus never fired), missed pages (a fault the model says must
-page, without the page, or a page that never reached the operator), wrong causes, and seconds of
-a paging quorum status no fault explains. Pure: the runner fetches the series."""
+page, without the page, or a page that never reached the operator), faults undetected or
+detected late, wrong causes held beyond their grace, and paging quorum statuses no fault
+explains held beyond theirs. Each of these fails the run. Pure: the runner fetches the series."""
 from __future__ import annotations
 
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from .model import BOUND_S, GRACE_S, UNREACHABLE_AFTER_S, Done, Model
+from .model import CAUSE_GRACE_S, PAGING_STATUSES, STATUS_GRACE_S, Done, Model
 
-PAGING_STATUSES = ("no_majority", "leaderless", "stalled", "unobserved")
 EPISODE_GAP_S = 3.0       # firing samples closer than this are one episode
-NODE_FAULTS = ("freeze", "kill", "cutoff", "kafka-freeze", "kafka-kill", "kafka-cutoff")
-LAGGING_AFTER_S = 2.0
 # From an alert's firing to its notification at the latest: Alertmanager's group_interval (1m in
 # alerts/alertmanager.example.yml: an alert joining a group already notified waits for the
 # group's next flush), the local stack's group_wait (2 s), and a margin
@@ -57,12 +55,21 @@ class Verdict:
     detections: list[tuple[Done, float | None, bool]] = field(default_factory=list)  # fault, latency, expected
     false_pages: list[tuple[Episode, str]] = field(default_factory=list)
     missed_pages: list[str] = field(default_factory=list)
-    wrong_causes: list[str] = field(default_factory=list)
-    wrong_status_s: dict[str, int] = field(default_factory=dict)
+    undetected: list[str] = field(default_factory=list)       # expected, and never or late
+    not_expected: list[str] = field(default_factory=list)     # faults the model demands no verdict of, and why
+    wrong_causes: list[str] = field(default_factory=list)     # held beyond CAUSE_GRACE_S
+    wrong_cause_s: float = 0.0                                # their seconds beyond it
+    wrong_statuses: list[str] = field(default_factory=list)   # held beyond STATUS_GRACE_S
+    wrong_status_s: dict[str, float] = field(default_factory=dict)  # cluster -> seconds beyond it
 
     @property
     def detected(self) -> list[float]:
         return [lat for _, lat, _ in self.detections if lat is not None]
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.false_pages or self.missed_pages or self.undetected or self.wrong_causes
+                    or self.wrong_statuses)
 
 
 def episodes(alerts: list[tuple[dict[str, str], list[float]]]) -> list[Episode]:
@@ -90,8 +97,6 @@ def judge(model: Model, series: Series, for_s: dict[str, float], end: float) -> 
         pending = ep.start - for_s.get(ep.alert, 0)
         if not model.justified(ep.alert, ep.labels, pending, ep.start):
             verdict.false_pages.append((ep, _nearby(model, ep)))
-        elif ep.alert == "QuorumVoterUnreachable":
-            _check_cause(model, series, ep, verdict)
     for alerts, cluster, replica, a, b in model.required_pages(for_s, end):
         names = alerts.split("|")
         who = f"voter {replica}" if replica is not None else "a majority"
@@ -111,14 +116,85 @@ def judge(model: Model, series: Series, for_s: dict[str, float], end: float) -> 
             verdict.false_pages.append((Episode(name, rest, n.starts_at, n.received),
                                         "notified by Alertmanager, never firing in Prometheus"))
     for d in model.done:
-        verdict.detections.append((d, *_detection(d, series)))
-    for cluster, samples in series.quorum_status.items():
-        wrong = {int(t) for t, status in samples if status in PAGING_STATUSES
-                 and not any(len(model.voters_out(cluster, t - dt)) >= 2 or model.electing(cluster, t - dt)
-                             for dt in range(int(GRACE_S) + 1))
-                 and not model.monitor_disturbed(t - GRACE_S, t)}
-        verdict.wrong_status_s[cluster] = len(wrong)
+        _judge_detection(model, series, d, verdict)
+    _judge_causes(model, series, verdict)
+    _judge_statuses(model, series, verdict)
     return verdict
+
+
+def _what(d: Done) -> str:
+    return f"#{d.planned.index} {d.kind} {d.cluster_id or 'monitor'} {list(d.nodes)}"
+
+
+def _judge_detection(model: Model, series: Series, d: Done, verdict: Verdict) -> None:
+    latency = _detection(d, series, model)
+    why = model.not_expected(d)
+    verdict.detections.append((d, latency, why is None))
+    if why is not None:
+        verdict.not_expected.append(f"{_what(d)} for {d.healed - d.start:.0f} s: {why}")
+        return
+    bound = model.detection_bound(d)
+    if latency is None:
+        verdict.undetected.append(f"{_what(d)} for {d.healed - d.start:.0f} s: no verdict showed it "
+                                  f"(bound {bound:g} s)")
+    elif latency > bound:
+        verdict.undetected.append(f"{_what(d)} for {d.healed - d.start:.0f} s: shown only after "
+                                  f"{latency:.1f} s (bound {bound:g} s)")
+
+
+def runs(times: list[float]) -> list[tuple[float, float]]:
+    """(first, last) of each run of sample times no further apart than EPISODE_GAP_S (a scrape
+    missed does not split one)."""
+    found: list[tuple[float, float]] = []
+    for t in sorted(times):
+        if found and t - found[-1][1] <= EPISODE_GAP_S:
+            found[-1] = (found[-1][0], t)
+        else:
+            found.append((t, t))
+    return found
+
+
+def _judge_causes(model: Model, series: Series, verdict: Verdict) -> None:
+    """Per fault that has a replica `unreachable`: the seconds it showed another cause than the
+    fault's, each run of them held longer than CAUSE_GRACE_S a failure."""
+    for (cluster, replica), samples in sorted(series.replica_cause.items()):
+        unreachable = {t for t, s in series.replica_status.get((cluster, replica), []) if s == "unreachable"}
+        wrong: dict[int, list[tuple[float, str]]] = defaultdict(list)
+        faults: dict[int, tuple[str, Done]] = {}
+        for t, cause in samples:
+            due = model.cause_due(cluster, replica, t) if t in unreachable else None
+            if due is not None and cause != due[0]:
+                wrong[due[1].planned.index].append((t, cause))
+                faults[due[1].planned.index] = due
+        for index, seen in sorted(wrong.items()):
+            expected, d = faults[index]
+            for a, b in runs([t for t, _ in seen]):
+                held = b - a + 1  # 1 s samples
+                if held > CAUSE_GRACE_S:
+                    shown = sorted({c for t, c in seen if a <= t <= b})
+                    verdict.wrong_cause_s += held - CAUSE_GRACE_S
+                    verdict.wrong_causes.append(
+                        f"{cluster} replica {replica} unreachable with cause {'/'.join(shown)} for {held:.0f} s "
+                        f"from {a:.0f} (grace {CAUSE_GRACE_S:g} s); {_what(d)} says {expected}")
+
+
+def _judge_statuses(model: Model, series: Series, verdict: Verdict) -> None:
+    """Each run of a paging quorum status no fault allows, the monitor in, held longer than
+    STATUS_GRACE_S a failure."""
+    for cluster, samples in sorted(series.quorum_status.items()):
+        wrong = [(t, s) for t, s in samples if not model.status_allowed(cluster, s, t)
+                 and not model.monitor_disturbed(t, t)]
+        beyond = 0.0
+        for a, b in runs([t for t, _ in wrong]):
+            held = b - a + 1  # 1 s samples
+            if held > STATUS_GRACE_S:
+                shown = sorted({s for t, s in wrong if a <= t <= b})
+                out = sorted(model.voters_out(cluster, a))
+                beyond += held - STATUS_GRACE_S
+                verdict.wrong_statuses.append(
+                    f"{cluster} {'/'.join(shown)} for {held:.0f} s from {a:.0f} (grace {STATUS_GRACE_S:g} s) with "
+                    f"voters out {out} and no election after a leader fault; {_nearby_at(model, a)}")
+        verdict.wrong_status_s[cluster] = beyond
 
 
 def _same_alert(labels: dict[str, str], ep: Episode) -> bool:
@@ -148,51 +224,49 @@ def _first(samples: list[tuple[float, str]], a: float, b: float, ok) -> float | 
     return next((t for t, v in samples if a <= t <= b and ok(v)), None)
 
 
-def _detection(d: Done, series: Series) -> tuple[float | None, bool]:
-    """(seconds from the fault to the verdict that shows it, or None; whether one is expected:
-    a fault that lasted its threshold + BOUND_S)."""
-    kind, lasted = d.kind, d.healed - d.start
+def _detection(d: Done, series: Series, model: Model) -> float | None:
+    """Seconds from the fault to the verdict that shows it, or None."""
+    kind = d.kind
     until = d.healed + 5
     if kind == "job-kill":
         before = max((v for t, v in series.job_restarts if t <= d.start), default=0)
         at = next((t for t, v in series.job_restarts if t > d.start and v > before), None)
-        return (None if at is None else at - d.start), True
+        return None if at is None else at - d.start
     if d.cluster_id is None or kind == "skew":
-        return None, False
+        return None
     if kind == "slow-disk":
         samples = series.replica_status.get((d.cluster_id, d.nodes[0]), [])
         at = _first(samples, d.start, until, lambda s: s != "caught_up")
-        return (None if at is None else at - d.start), lasted >= LAGGING_AFTER_S + BOUND_S
+        return None if at is None else at - d.start
     if len(d.nodes) >= 2:
         samples = series.quorum_status.get(d.cluster_id, [])
         at = _first(samples, d.start, until, lambda s: s in PAGING_STATUSES)
     else:
         samples = series.replica_status.get((d.cluster_id, d.nodes[0]), [])
         at = _first(samples, d.start, until, lambda s: s == "unreachable")
+        quorum = series.quorum_status.get(d.cluster_id, [])
         if d.roles == ("leader",):
             # With another voter out no successor can win: without a live leader no replica is
             # judged (the old leader `unknown`, cause `down`) and the quorum's status is the verdict
-            quorum = _first(series.quorum_status.get(d.cluster_id, []), d.start, until,
-                            lambda s: s in PAGING_STATUSES)
-            at = min((x for x in (at, quorum) if x is not None), default=None)
-    return (None if at is None else at - d.start), lasted >= UNREACHABLE_AFTER_S + BOUND_S
-
-
-def _check_cause(model: Model, series: Series, ep: Episode, verdict: Verdict) -> None:
-    cluster, replica = ep.labels.get("cluster"), int(ep.labels.get("replica", -1))
-    expected = model.expected_cause(cluster, replica, ep.start)
-    if expected is None:
-        return
-    causes = [c for t, c in series.replica_cause.get((cluster, replica), []) if ep.start - 2 <= t <= ep.start + 2]
-    if causes and expected not in causes:
-        verdict.wrong_causes.append(f"{ep.alert} {cluster} voter {replica} at {ep.start:.0f}: cause "
-                                    f"{'/'.join(sorted(set(causes)))}, the fault says {expected}")
+            by_quorum = _first(quorum, d.start, until, lambda s: s in PAGING_STATUSES)
+        else:
+            # A follower out while another voter is too: the quorum keeps no leader, its
+            # replicas are `unknown`, and the quorum's status is the verdict on both
+            by_quorum = next((t for t, s in quorum if d.start <= t <= until and s in PAGING_STATUSES
+                              and d.nodes[0] in model.voters_out(d.cluster_id, t)
+                              and len(model.voters_out(d.cluster_id, t)) >= 2), None)
+        at = min((x for x in (at, by_quorum) if x is not None), default=None)
+    return None if at is None else at - d.start
 
 
 def _nearby(model: Model, ep: Episode) -> str:
-    near = [d for d in model.done if d.start - 60 <= ep.start <= d.recovered() + 60]
-    return "; ".join(f"#{d.planned.index} {d.kind} {d.cluster_id or 'monitor'} {list(d.nodes)} "
-                     f"{d.start - ep.start:+.0f}..{d.healed - ep.start:+.0f} s" for d in near) or "no fault within 60 s"
+    return _nearby_at(model, ep.start)
+
+
+def _nearby_at(model: Model, at: float) -> str:
+    near = [d for d in model.done if d.start - 60 <= at <= d.recovered() + 60]
+    return "faults near: " + ("; ".join(f"{_what(d)} {d.start - at:+.0f}..{d.healed - at:+.0f} s" for d in near)
+                              or "none within 60 s")
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -203,7 +277,8 @@ def percentile(values: list[float], q: float) -> float | None:
 
 
 def report(verdict: Verdict, seed: int, minutes: float) -> list[str]:
-    """The table per fault kind, the findings, and the last line."""
+    """The table per fault kind, the faults no verdict was demanded of, each failure, and the
+    last line with the counts."""
     rows: dict[str, list] = defaultdict(list)
     for d, latency, expected in verdict.detections:
         rows[d.kind].append((latency, expected))
@@ -213,21 +288,19 @@ def report(verdict: Verdict, seed: int, minutes: float) -> list[str]:
         fmt = lambda v: "-" if v is None else f"{v:.1f}"  # noqa: E731
         lines.append(f"{kind:16} {len(rows[kind]):8} {sum(e for _, e in rows[kind]):8} {len(got):8} "
                      f"{fmt(percentile(got, .5)):>6} {fmt(percentile(got, .99)):>6} {fmt(max(got, default=None)):>6}")
-    for d, latency, expected in verdict.detections:
-        if expected and latency is None:
-            lines.append(f"undetected: #{d.planned.index} {d.kind} {d.cluster_id} {list(d.nodes)} for "
-                         f"{d.healed - d.start:.0f} s")
+    lines += [f"not expected: {n}" for n in verdict.not_expected]
+    lines += [f"UNDETECTED: {u}" for u in verdict.undetected]
     for ep, near in verdict.false_pages:
         lines.append(f"FALSE PAGE: {ep.alert} {ep.labels} firing {ep.start:.0f}..{ep.end:.0f} "
-                     f"({ep.end - ep.start:.0f} s); faults near: {near}")
+                     f"({ep.end - ep.start:.0f} s); {near}")
     lines += [f"MISSED PAGE: {m}" for m in verdict.missed_pages]
-    lines += [f"wrong cause: {w}" for w in verdict.wrong_causes]
-    for cluster, seconds in verdict.wrong_status_s.items():
-        if seconds:
-            lines.append(f"wrong paging status: {cluster} showed {'/'.join(PAGING_STATUSES)} for {seconds} s "
-                         f"with fewer than two voters out and no election after a leader fault")
+    lines += [f"WRONG CAUSE: {w}" for w in verdict.wrong_causes]
+    lines += [f"WRONG PAGING STATUS: {w}" for w in verdict.wrong_statuses]
     p99 = percentile(verdict.detected, .99)
     lines.append(f"nemesis: {len(verdict.detections)} faults, {len(verdict.detected)} detected, "
-                 f"{len(verdict.false_pages)} false pages, {len(verdict.missed_pages)} missed pages, detection p99 "
+                 f"{len(verdict.false_pages)} false pages, {len(verdict.missed_pages)} missed pages, "
+                 f"{len(verdict.undetected)} undetected or late, {len(verdict.wrong_causes)} wrong causes "
+                 f"({verdict.wrong_cause_s:.0f} s beyond grace), {len(verdict.wrong_statuses)} wrong paging statuses "
+                 f"({sum(verdict.wrong_status_s.values()):.0f} s beyond grace), detection p99 "
                  f"{'-' if p99 is None else f'{p99:.1f}'} s (seed {seed}, {minutes:g} min)")
     return lines

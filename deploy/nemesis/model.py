@@ -25,7 +25,15 @@ condition reaches Prometheus a push and a scrape after the fact.
 A page is missed when a voter alone was definitely out longer than the unreachable threshold +
 QuorumVoterUnreachable's `for:` + BOUND_S without it, or two voters longer than 2 s + 15 s +
 BOUND_S without QuorumNoMajority, QuorumLeaderless or QuorumHighWatermarkStalled; not while the
-monitor itself is down (a job restart and its first batch)."""
+monitor itself is down (a job restart and its first batch).
+
+What the verdicts must show, whether or not an alert fires:
+- a fault is detected within its bound (`detection_bound`) unless `not_expected` says why not:
+  nothing to detect, shorter than the bound, or the monitor out while it lasted;
+- a voter `unreachable` through a freeze, kill or cutoff shows the fault's cause, a wrong one
+  held no longer than CAUSE_GRACE_S;
+- a paging quorum status (PAGING_STATUSES) only while a fault allows it (`status_allowed`), an
+  unexplained one held no longer than STATUS_GRACE_S."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -47,6 +55,32 @@ NOT_OUT = ("skew",)
 FETCHES_STILL = ("slow-disk",)
 EXPECTED_CAUSE = {"freeze": "down", "kill": "down", "cutoff": "partitioned", "kafka-freeze": "down",
                   "kafka-kill": "down", "kafka-cutoff": "partitioned"}
+
+# --- the bounds and graces the verdicts are held to (docs/reliability.md states each) -----------
+LAGGING_AFTER_S = 2.0       # the job's lagging threshold: the fetch timeout
+# A fault's verdict comes within its threshold + BOUND_S: the same margin a missed page gets
+# for the evidence's way (a record, a batch, a push, a scrape) and an election around the node
+DETECTION_AFTER_S = {"slow-disk": LAGGING_AFTER_S}   # the rest: UNREACHABLE_AFTER_S
+# Monitor faults are 150 s apart, longer than the supervisor's 120 s reset, so a killed job is
+# restarted after the first backoff (1 s); its 0.5 s check, a push and a 1 s scrape, and a margin
+JOB_RESTART_WITHIN_S = 5.0
+# A wrong cause may show this long: a node back from a silence is `unknown` for one fetch
+# timeout (2 s) and a node that just stopped is told from a cut-off one within its records'
+# pace (at most 2.25 s); a batch and a scrape (1 s each) and a second of margin
+CAUSE_GRACE_S = 5.0
+# A paging status may outlast what allows it this long: a better status must hold
+# recovery_hold_ms (2 x the fetch timeout, 4 s) before it shows, a batch and a scrape (1 s
+# each), and 2 s for a batch on a loaded machine; far below any paging alert's `for:`
+STATUS_GRACE_S = 8.0
+# Statuses that page (QuorumNoMajority, QuorumLeaderless, QuorumHighWatermarkStalled,
+# QuorumSplitBrain, QuorumUnobserved rest on them)
+PAGING_STATUSES = ("no_majority", "leaderless", "stalled", "split_brain", "unobserved")
+# What a lost majority or an election explains; split brain and unobserved no fault here does
+COMMIT_LOST = ("no_majority", "leaderless", "stalled")
+NOTHING_TO_DETECT = {
+    "skew": "nothing to detect: a skewed clock changes nothing the quorum does",
+    "events-restart": "nothing to detect: the events Kafka's restart changes no quorum's health",
+}
 
 
 @dataclass
@@ -91,11 +125,14 @@ class Model:
     def voters_out(self, cluster_id: str, t: float, definitely: bool = False) -> set[int]:
         return self.out(cluster_id, t, definitely) & self.voters.get(cluster_id, set())
 
+    def monitor_out(self, a: float, b: float) -> Done | None:
+        """The monitor fault (the job killed, or the events Kafka restarted) in [a, b] or within
+        MONITOR_OUT_S of its kind before it, if any."""
+        return next((d for d in self.done if d.cluster_id is None and d.start <= b
+                     and d.healed + MONITOR_OUT_S[d.kind] >= a), None)
+
     def monitor_disturbed(self, a: float, b: float) -> bool:
-        """The job killed, or the events Kafka restarted, in [a, b] or within MONITOR_OUT_S of
-        its kind before it."""
-        return any(d.cluster_id is None and d.start <= b and d.healed + MONITOR_OUT_S[d.kind] >= a
-                   for d in self.done)
+        return self.monitor_out(a, b) is not None
 
     def electing(self, cluster_id: str, t: float) -> bool:
         """A fault on the leader began within ELECTION_S before t: `leaderless`, then `stalled`
@@ -180,8 +217,43 @@ class Model:
             "QuorumNoMajority|QuorumLeaderless|QuorumHighWatermarkStalled"
         yield node, alerts, (since, since + need)
 
-    def expected_cause(self, cluster: str, replica: int, t: float) -> str | None:
-        kinds = {d.kind for d in self.on(cluster) if d.out_at(replica, t)}
-        causes = {EXPECTED_CAUSE[k] for k in kinds if k in EXPECTED_CAUSE}
-        return causes.pop() if len(causes) == 1 else None
+    # --- what the verdicts must show, alert or not ---------------------------------------------------------
+    def cause_due(self, cluster: str, replica: int, t: float) -> tuple[str, Done] | None:
+        """The cause a replica out by a freeze, kill or cutoff must show at t, and that fault;
+        None when no such fault has it out then (its recovery is not judged: a node back from
+        a silence is `unknown` a moment) or the monitor is out."""
+        faults = [d for d in self.on(cluster) if d.kind in EXPECTED_CAUSE and d.definitely_out_at(replica, t)]
+        if len(faults) != 1 or self.monitor_disturbed(t, t):
+            return None
+        return EXPECTED_CAUSE[faults[0].kind], faults[0]
 
+    def status_allowed(self, cluster: str, status: str, t: float) -> bool:
+        """Whether a fault explains a quorum status at t: any status but a paging one; a lost
+        commit (no majority, no leader, the high watermark stalled) while two voters are out or
+        an election after a leader fault runs; split brain and unobserved never."""
+        if status not in PAGING_STATUSES:
+            return True
+        return status in COMMIT_LOST and (len(self.voters_out(cluster, t)) >= 2 or self.electing(cluster, t))
+
+    def detection_bound(self, d: Done) -> float:
+        """Seconds from a fault's start by which its verdict must show."""
+        if d.kind == "job-kill":
+            return JOB_RESTART_WITHIN_S
+        return DETECTION_AFTER_S.get(d.kind, UNREACHABLE_AFTER_S) + BOUND_S
+
+    def not_expected(self, d: Done) -> str | None:
+        """Why no verdict on this fault is demanded within its bound, or None when one is."""
+        if d.kind in NOTHING_TO_DETECT:
+            return NOTHING_TO_DETECT[d.kind]
+        if d.kind == "job-kill":
+            return None
+        bound = self.detection_bound(d)
+        if d.healed - d.start < bound:
+            return f"lasted {d.healed - d.start:.2f} s, less than its detection bound of {bound:g} s"
+        outage = self.monitor_out(d.start, d.healed)
+        if outage is not None:
+            since = d.start - outage.start
+            when = f"{since:.0f} s before it began" if since >= 0 else f"{-since:.0f} s after it began"
+            return (f"the monitor was out: #{outage.planned.index} {outage.kind} {when} (out until "
+                    f"{MONITOR_OUT_S[outage.kind]:g} s after it was done)")
+        return None

@@ -286,8 +286,10 @@ def main(argv: list[str] | None = None, run_dir: str | None = None) -> int:
         "a majority, the node the collector polls through); the streaming job killed; the events Kafka "
         "restarted. Each fault is printed as it starts and heals. At the end every alert Prometheus fired and every "
         "verdict it holds is judged against the schedule (rules in deploy/nemesis/model.py, docs/reliability.md): "
-        "a table per fault kind, then `nemesis: F faults, D detected, X false pages, Y missed pages, detection "
-        "p99 T s`. Exits 1 on a false or a missed page. The same seed and minutes replay the same schedule."))
+        "a table per fault kind, each failure, then `nemesis: F faults, D detected, X false pages, Y missed pages, "
+        "U undetected or late, C wrong causes (S s beyond grace), W wrong paging statuses (S s beyond grace), "
+        "detection p99 T s`. Exits 1 on any of those failures. The same seed and minutes replay the same "
+        "schedule."))
     p.add_argument("--seed", type=int, default=None, help="the schedule's seed (default: a new one, printed)")
     p.add_argument("--minutes", type=float, default=5.0, help="length of the run (default %(default)s)")
     p.add_argument("--attach", action="store_true",
@@ -346,7 +348,7 @@ def main(argv: list[str] | None = None, run_dir: str | None = None) -> int:
                             "cluster": d.cluster_id, "nodes": list(d.nodes), "roles": list(d.roles),
                             "start": d.start, "healed": d.healed, "message": d.message} for d in nemesis.done],
                 "report": lines}, indent=2))
-        return 1 if verdict.false_pages or verdict.missed_pages else 0
+        return 1 if verdict.failed else 0
     finally:
         if launcher is not None:
             os.killpg(launcher.pid, signal.SIGTERM)

@@ -1,13 +1,13 @@
 """The nemesis' schedule, model and judge, on schedules and series written out here: the same seed
 draws the same faults within the model's limits; a page with a fault behind it is justified and
 one without is false; a fault that outlasts its alert's threshold without the page is a missed
-page; a cause that disagrees with the fault is named."""
+page. What else fails a run, rule by rule: test_nemesis_judge_rules.py."""
 from __future__ import annotations
 
 import pytest
 
 from deploy.nemesis.judge import NOTIFY_WITHIN_S, Notification, Series, judge, report
-from deploy.nemesis.model import Done, Model
+from deploy.nemesis.model import STATUS_GRACE_S, Done, Model
 from deploy.nemesis.runner import read_notifications, rfc3339_seconds, rule_seconds
 from deploy.nemesis.schedule import MAX_VOTERS_OUT, VOTERS_OUT, Planned, active, draw
 
@@ -80,12 +80,9 @@ def test_two_voters_out_must_page_a_lost_majority_and_may_page_one_failure_from_
     assert (paged.false_pages, paged.missed_pages) == ([], [])
 
 
-def test_a_wrong_cause_is_named_and_the_monitor_down_excuses_a_missing_page():
+def test_the_monitor_down_excuses_a_missing_page():
     cut = fault(0, "cutoff", [3], ["follower"], 1000, 1060)
-    causes = {(CLUSTER, 3): [(float(t), "down") for t in range(1010, 1060)]}
-    verdict = judge(model(cut), series([alert("QuorumVoterUnreachable", 1015, 1090, replica="3")], causes=causes),
-                    FOR, 1200)
-    assert verdict.wrong_causes and "the fault says partitioned" in verdict.wrong_causes[0]
+    assert len(judge(model(cut), series(), FOR, 1200).missed_pages) == 1
     job = Done(Planned(1, "job-kill", "job", 0, 0), None, (), (), 990, 990)
     assert judge(model(cut, job), series(), FOR, 1200).missed_pages == []
 
@@ -103,11 +100,11 @@ def test_an_election_storm_while_a_killed_and_a_slowed_voter_are_out_is_justifie
 def test_an_election_after_a_leader_fault_is_no_wrong_status_and_a_monitor_fault_excuses_only_its_own_spell():
     killed = fault(0, "kill", [1], ["leader"], 1000, 1030, target="leader")
     leaderless = series(status={}, causes={})
-    leaderless.quorum_status[CLUSTER] = [(float(t), "leaderless") for t in range(1002, 1008)]
+    leaderless.quorum_status[CLUSTER] = [(float(t), "leaderless") for t in range(1002, 1020)]
     assert judge(model(killed), leaderless, FOR, 1200).wrong_status_s[CLUSTER] == 0
     late = series()
-    late.quorum_status[CLUSTER] = [(float(t), "leaderless") for t in range(1040, 1046)]
-    assert judge(model(killed), late, FOR, 1200).wrong_status_s[CLUSTER] == 6
+    late.quorum_status[CLUSTER] = [(float(t), "leaderless") for t in range(1040, 1052)]
+    assert judge(model(killed), late, FOR, 1200).wrong_status_s[CLUSTER] == 12 - STATUS_GRACE_S
     restart = Done(Planned(1, "events-restart", "events", 0, 0), None, (), (), 2000, 2015)
     assert model(restart).monitor_disturbed(2070, 2080) and not model(restart).monitor_disturbed(2080, 2090)
     job = Done(Planned(2, "job-kill", "job", 0, 0), None, (), (), 2000, 2000)
