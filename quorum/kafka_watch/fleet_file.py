@@ -74,7 +74,8 @@ def check_cluster(c: WatchedCluster, unreachable_after_ms: int) -> str | None:
     if c.node_metrics_config and not c.node_metrics:
         return "node_metrics_config applies to node_metrics endpoints, and none is given"
     try:
-        endpoints(c.bootstrap_server or c.bootstrap_controller or "")
+        if not endpoints(c.bootstrap_server or c.bootstrap_controller or ""):
+            return "no HOST:PORT to ask: give the cluster's brokers or controllers"
     except ValueError as e:
         return str(e)
     return None
