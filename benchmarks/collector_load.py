@@ -8,11 +8,16 @@ exporter serves, `ClusterModel.node_values`, as the collector's `metrics_record`
 stamped with the poll's time. The clusters' polls are spread over the interval, as collectors
 started at different times poll. The records are made while publishing (a fleet's hour does not
 fit in memory encoded), so the process's CPU is reported: a benchmark can tell it from the job's.
+
+A voter can be cut off (`CutOff`): from its moment on, the leader's answer shows the voter where
+its last fetch left it (its log end and fetch times stand still), and its exporter no longer
+answers the collector, so it gives no `metrics` record.
 """
 from __future__ import annotations
 
 import multiprocessing
 import time
+from dataclasses import dataclass
 
 from paced_load import LoadResult
 
@@ -21,15 +26,33 @@ LATENCY_MS = 3           # the poll's round trip, as the snapshot reports it
 SLICE_MS = 20            # how often the publisher wakes to publish the polls that fell due
 
 
-def snapshot_record(model, now_ms: int, interval_ms: int = POLL_INTERVAL_MS):
-    """The `quorum_snapshot` the collector publishes for `model`'s cluster polled at `now_ms`."""
+@dataclass(frozen=True)
+class CutOff:
+    """Voter `replica` of cluster `cluster` (an index) cut off from the rest at `at_ms`."""
+    cluster: int
+    replica: int
+    at_ms: int
+
+
+def follower_at(model, at_ms: int) -> int:
+    """A voter that follows at `at_ms`: the one a cut-off takes (a leader cut off is an election)."""
+    return next(v for v in model.voter_ids if v != model.view(at_ms).leader_id)
+
+
+def snapshot_record(model, now_ms: int, interval_ms: int = POLL_INTERVAL_MS, cut: CutOff | None = None):
+    """The `quorum_snapshot` the collector publishes for `model`'s cluster polled at `now_ms`;
+    with `cut` (from its moment), the cut-off voter as its last fetch left it."""
     from quorum.kafka_watch.collector import snapshot_of
     from quorum.kafka_watch.quorum_info import QuorumInfo, Replica
     p = model.describe_partition(now_ms)
+    frozen = {}
+    if cut is not None and now_ms >= cut.at_ms:
+        frozen = {r.replica_id: r for r in model.describe_partition(cut.at_ms).current_voters
+                  if r.replica_id == cut.replica}
 
     def replicas(states):
         return tuple(Replica(r.replica_id, r.log_end_offset, r.last_fetch_timestamp, r.last_caught_up_timestamp)
-                     for r in states)
+                     for r in (frozen.get(s.replica_id, s) for s in states))
     info = QuorumInfo(p.leader_id, p.leader_epoch, p.high_watermark, replicas(p.current_voters), replicas(p.observers))
     return snapshot_of(info, model.cluster_id, "fleet-bench", now_ms, poll_interval_ms=interval_ms,
                        latency_ms=LATENCY_MS, answered_by=p.leader_id)
@@ -51,20 +74,21 @@ def metrics_record(model, node_id: int, now_ms: int):
                           last_committed_offset=committed, voter_set=tuple(sorted(model.voter_ids)))
 
 
-def poll_records(model, now_ms: int) -> list:
-    """One poll of one cluster: its snapshot, then each node's metrics."""
-    return [snapshot_record(model, now_ms), *(metrics_record(model, n, now_ms) for n in model.voter_ids)]
+def poll_records(model, now_ms: int, cut: CutOff | None = None) -> list:
+    """One poll of one cluster: its snapshot, then each node's metrics (none from a voter cut off)."""
+    gone = cut.replica if cut is not None and now_ms >= cut.at_ms else None
+    return [snapshot_record(model, now_ms, cut=cut),
+            *(metrics_record(model, n, now_ms) for n in model.voter_ids if n != gone)]
 
 
-def _run(clusters: int, seconds: float, start_ms: int, bootstrap: str, topic: str, conn) -> None:
+def _run(clusters: int, seconds: float, start_ms: int, bootstrap: str, topic: str, cut: CutOff | None,
+         conn) -> None:
     from confluent_kafka import Producer
 
     from quorum import events
-    from quorum.synthetic.fleet_model import ClusterModel
     from quorum.synthetic.publish import PRODUCER_DEFAULTS
 
-    # the models start some minutes before the load: their logs are not empty at the first poll
-    models = [ClusterModel(i, seed=7, start_ms=start_ms - 300_000) for i in range(clusters)]
+    models = fleet_models(clusters, start_ms)
     producer = Producer({**PRODUCER_DEFAULTS, "bootstrap.servers": bootstrap})
     produce, poll = producer.produce, producer.poll
     due = [start_ms + i * POLL_INTERVAL_MS // clusters for i in range(clusters)]  # each cluster's next poll
@@ -83,7 +107,8 @@ def _run(clusters: int, seconds: float, start_ms: int, bootstrap: str, topic: st
             continue
         max_late = max(max_late, now - due[nxt])
         while due[nxt] <= now and due[nxt] < end_ms:
-            for record in poll_records(models[nxt], due[nxt]):
+            its_cut = cut if cut is not None and cut.cluster == nxt else None
+            for record in poll_records(models[nxt], due[nxt], its_cut):
                 while True:
                     try:
                         produce(topic, events.encode(record), events.record_key(record), timestamp=due[nxt])
@@ -99,17 +124,29 @@ def _run(clusters: int, seconds: float, start_ms: int, bootstrap: str, topic: st
                                   max_late, 0.0, seconds)))
 
 
-class CollectorLoad:
-    """`clusters` clusters polled every second for `seconds`, from a start `lead_s` ahead."""
+def fleet_models(clusters: int, start_ms: int) -> list:
+    """The load's clusters; they started some minutes before it, so their logs are not empty."""
+    from quorum.synthetic.fleet_model import ClusterModel
+    return [ClusterModel(i, seed=7, start_ms=start_ms - 300_000) for i in range(clusters)]
 
-    def __init__(self, clusters: int, seconds: float, bootstrap: str, topic: str, lead_s: float = 3.0):
+
+class CollectorLoad:
+    """`clusters` clusters polled every second for `seconds`, from a start `lead_s` ahead; with
+    `cut_off_after_s`, a follower of cluster 0 cut off that long after the start (`self.cut`)."""
+
+    def __init__(self, clusters: int, seconds: float, bootstrap: str, topic: str, lead_s: float = 3.0,
+                 cut_off_after_s: float | None = None):
         self.clusters, self.seconds = clusters, seconds
         self.start_ms = int((time.time() + lead_s) * 1000)
+        self.cut = None
+        if cut_off_after_s is not None:
+            at_ms = self.start_ms + int(cut_off_after_s * 1000)
+            self.cut = CutOff(0, follower_at(fleet_models(1, self.start_ms)[0], at_ms), at_ms)
         context = multiprocessing.get_context("spawn")
         parent, child = context.Pipe()
         self._conn = parent
-        self._process = context.Process(target=_run, args=(clusters, seconds, self.start_ms, bootstrap, topic, child),
-                                        daemon=True)
+        self._process = context.Process(target=_run, daemon=True,
+                                        args=(clusters, seconds, self.start_ms, bootstrap, topic, self.cut, child))
         self._process.start()
         self.pid = self._process.pid
 

@@ -12,8 +12,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import pytest  # noqa: E402
 
-from collector_load import metrics_record, poll_records  # noqa: E402
-from fleet_job import FleetRun, goal_lines, marginal_ms, written_between  # noqa: E402
+from collector_load import CutOff, follower_at, metrics_record, poll_records  # noqa: E402
+from fleet_job import FleetRun, detection_s, goal_lines, marginal_ms, written_between  # noqa: E402
 from goals import MB  # noqa: E402
 from streaming_throughput import Batch  # noqa: E402
 
@@ -43,6 +43,33 @@ def test_a_poll_is_one_snapshot_and_one_metrics_record_per_node_all_valid_under_
     assert records[0].answered_by == records[0].leader_id and len(records[0].voters) == 3
 
 
+def test_a_voter_cut_off_stands_still_in_the_leaders_answer_and_its_exporter_gives_nothing():
+    now = 1_800_000_000_000
+    model = ClusterModel(0, seed=7, start_ms=now - 300_000)
+    cut = CutOff(0, follower_at(model, now), now)
+    assert cut.replica != model.view(now).leader_id
+    before = poll_records(model, now - 1000, cut)
+    assert len(before) == 4  # not cut off yet
+    later = poll_records(model, now + 5_000, cut)
+    assert [r.node_id for r in later[1:]] == [n for n in model.voter_ids if n != cut.replica]
+    voters = {v.replica_id: v for v in later[0].voters}
+    frozen = {v.replica_id: v for v in poll_records(model, now, cut)[0].voters}[cut.replica]
+    assert voters[cut.replica] == frozen
+    others = [v for rid, v in voters.items() if rid != cut.replica and rid != later[0].leader_id]
+    assert all(v.last_fetch_timestamp_ms > frozen.last_fetch_timestamp_ms + 4_000 for v in others)
+
+
+def test_detection_is_the_first_unreachable_transition_of_the_voter_cut_off_after_its_cut():
+    cut = CutOff(0, 2, 10_000)
+    transitions = [(9.5, {"cluster_id": "fleet-0000", "replica_id": 2, "status": "unreachable"}),
+                   (12.0, {"cluster_id": "fleet-0001", "replica_id": 2, "status": "unreachable"}),
+                   (12.5, {"cluster_id": "fleet-0000", "replica_id": 3, "status": "unreachable"}),
+                   (13.0, {"cluster_id": "fleet-0000", "replica_id": 2, "status": "lagging"}),
+                   (13.5, {"cluster_id": "fleet-0000", "replica_id": 2, "status": "unreachable"})]
+    assert detection_s(transitions, cut) == 3.5
+    assert detection_s(transitions[:3], cut) is None
+
+
 def test_state_written_counts_new_and_grown_changelog_bytes_and_the_rest_apart():
     before = {Path("state/0/0/1.changelog"): 100, Path("state/0/0/1.zip"): 50}
     after = {Path("state/0/0/1.changelog"): 100, Path("state/0/0/2.changelog"): 300, Path("state/0/1/3.delta"): 20,
@@ -52,8 +79,9 @@ def test_state_written_counts_new_and_grown_changelog_bytes_and_the_rest_apart()
 
 def run(quorums: int, cpu: float, driver_s: float, changelog: int, durations=(400, 900), rss=900 * MB) -> FleetRun:
     r = FleetRun(quorums, 1, seconds=10.0, job_cpu_s=cpu * 10, driver_cpu_s=driver_s, changelog_bytes=changelog,
-                 scrapes_ms=[20.0, 40.0], peak_rss=rss)
+                 scrapes_ms=[20.0, 40.0], peak_pss=rss)
     r.batches = [Batch(0.0, d, 0, None) for d in durations]
+    r.detection_s = 3.0
     return r
 
 
@@ -69,7 +97,8 @@ def test_the_goals_judge_the_largest_size_and_the_ratios_between_the_two():
     assert lines["driver_per_batch_200_to_2000"].endswith("= 3.00 (goal <= 2): short")
     assert lines["exporter_scrape_2000_quorums"].endswith("holds")
     assert lines["memory_2000_quorums"].endswith("short")
-    assert lines["detection_2000_quorums"].startswith("goal detection_2000_quorums: not measured")
+    assert lines["detection_2000_quorums"] == ("goal detection_2000_quorums: 3.0 s against the unreachable "
+                                               "threshold 2.0 s = 1.50 (goal <= 4.0 s): holds")
 
 
 def test_one_size_alone_judges_nothing_between_sizes():
@@ -88,7 +117,8 @@ def test_a_run_at_tiny_sizes_prints_every_figure_and_every_goal():
     assert out.returncode == 0, out.stderr[-3000:]
     text = out.stdout
     for figure in ("batches:", "p99", "job CPU", "driver CPU", "bytes of changelog per batch", "exporter:",
-                   "peak RSS", "load generator CPU", "marginal CPU from 2 to 6 quorums"):
+                   "detection of a cut-off voter", "peak memory", "RSS summed", "load generator CPU",
+                   "marginal CPU from 2 to 6 quorums"):
         assert figure in text, (figure, text)
     goals = [line for line in text.splitlines() if line.startswith("goal ")]
     assert [g.split(":")[0] for g in goals] == [
