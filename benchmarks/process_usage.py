@@ -72,6 +72,11 @@ def cpu_seconds(pid: int, reaped_children: bool = False) -> float:
     return _stat_cpu_seconds(f"/proc/{pid}/stat", reaped_children)
 
 
+def task_cpu_seconds(pid: int, tid: int) -> float:
+    """User + system CPU seconds so far of one thread (`tid`, its native id) of process `pid`."""
+    return _stat_cpu_seconds(f"/proc/{pid}/task/{tid}/stat")
+
+
 def thread_cpu_seconds(pid: int, name_prefix: str | tuple[str, ...]) -> float:
     """User + system CPU seconds so far of a process's threads whose name starts with
     `name_prefix` (one, or a tuple of them; Linux keeps the first 15 characters of a name)."""

@@ -256,6 +256,10 @@ class Bench:
         self.runs = 0
         self.summary_rows: list[int] = []  # rows out of each batch of the `summary` stage
 
+    def prometheus_sink(self) -> dict:
+        """The job's Prometheus output: a push to the run's own group on the Pushgateway."""
+        return {"mode": "pushgateway", "pushgateway_url": self.pushgateway.url, "job": f"bench_{self.runs}"}
+
     def job_config(self, topic: str):
         from streaming.config import JobConfig
         self.runs += 1
@@ -268,15 +272,15 @@ class Bench:
             "job": {"checkpoint_location": str(run / "checkpoint"), **trigger["job"]},
             "health": trigger["health"],
             "dead_letters": {"enabled": True, "path": str(run / "dead-letters")},
-            "sink": {"prometheus": {"mode": "pushgateway", "pushgateway_url": self.pushgateway.url,
-                                    "job": f"bench_{self.runs}"},
+            "sink": {"prometheus": self.prometheus_sink(),
                      "kafka": {"enabled": True, "bootstrap_servers": self.broker.bootstrap, "topic": health_topic}}})
 
     def start(self, spark, topic: str):
         """The job as `streaming run` starts it, plus a recorder of batches and of transitions."""
         from streaming.job import HEALTH_QUERY, job_batch_writer, start_job
         cfg = self.job_config(topic)
-        self.pushgateway.wipe()  # only this run's groups, as in production
+        if self.pushgateway is not None:
+            self.pushgateway.wipe()  # only this run's groups, as in production
         writer = job_batch_writer(cfg)
         transitions: list[tuple[float, dict]] = []
         writer.add_event_listener(

@@ -84,8 +84,8 @@ class ClusterModel:
         voters = tuple(state(r) for r in self.voter_ids)
         return m.DescribeQuorumPartitionResponse(0, 0, v.leader_id, v.epoch, v.high_watermark, voters, ())
 
-    def exporter_text(self, node_id: int, now_ms: int) -> str:
-        """Node `node_id`'s own view, as its JMX exporter serves it with the project's rules."""
+    def node_values(self, node_id: int, now_ms: int) -> dict[str, float | str]:
+        """Node `node_id`'s own view at `now_ms`: the values its JMX exporter serves (`exporter_text`)."""
         v = self.view(now_ms)
         if node_id == v.leader_id:
             state, end, fetched = "leader", v.leader_end, now_ms
@@ -93,11 +93,14 @@ class ClusterModel:
             state, (end, fetched) = "follower", v.followers[node_id]
         hw = min(v.high_watermark, end)  # a follower learns the high watermark with its fetch
         applied_at = v.last_append_ms if end == v.leader_end else v.last_append_ms - NOOP_INTERVAL_MS
-        return EXPORTER_TEXT.format(state=state, epoch=float(v.epoch), leader=float(v.leader_id), end=float(end),
-                                    hw=float(hw), applied=float(hw - 1), applied_at=float(applied_at),
-                                    lag=float(max(0, now_ms - applied_at)), committed=float(hw - 1),
-                                    fetch_rate=2.0 if state == "follower" else 0.0,
-                                    scrape_s=0.001 + (fetched % 7) / 1000)
+        return dict(state=state, epoch=float(v.epoch), leader=float(v.leader_id), end=float(end),
+                    hw=float(hw), applied=float(hw - 1), applied_at=float(applied_at),
+                    lag=float(max(0, now_ms - applied_at)), committed=float(hw - 1),
+                    fetch_rate=2.0 if state == "follower" else 0.0, scrape_s=0.001 + (fetched % 7) / 1000)
+
+    def exporter_text(self, node_id: int, now_ms: int) -> str:
+        """Node `node_id`'s own view, as its JMX exporter serves it with the project's rules."""
+        return EXPORTER_TEXT.format(**self.node_values(node_id, now_ms))
 
 
 def describe_response(cluster: ClusterModel, wanted: m.DescribeQuorumRequest, now_ms: int) -> m.DescribeQuorumResponse:

@@ -3,8 +3,10 @@ benchmark's own finished children do not."""
 import os
 import subprocess
 import sys
+import threading
+import time
 
-from benchmarks.process_usage import TreeCpu
+from benchmarks.process_usage import TreeCpu, task_cpu_seconds
 
 BURN = "import time\nend = time.process_time() + {seconds}\nwhile time.process_time() < end: pass\n"
 # Runs short CPU-bound children one after another, as the Spark JVM runs `chmod` for each
@@ -34,3 +36,25 @@ def test_a_descendants_ended_children_count_and_the_roots_own_do_not():
     # five children of 0.1 s each, their interpreters' start-up and the spawner's own; without
     # the root's 1 s child
     assert 0.5 <= used < 1.4, used
+
+
+
+def test_a_threads_cpu_is_its_own_not_its_processes():
+    burnt, done = threading.Event(), threading.Event()
+
+    def burn():
+        end = time.thread_time() + 0.3
+        while time.thread_time() < end:
+            pass
+        burnt.set()
+        done.wait()
+
+    busy, idle = threading.Thread(target=burn), threading.Thread(target=done.wait)
+    busy.start(), idle.start()
+    burnt.wait()
+    try:
+        assert task_cpu_seconds(os.getpid(), busy.native_id) >= 0.25
+        assert task_cpu_seconds(os.getpid(), idle.native_id) < 0.05
+    finally:
+        done.set()
+        busy.join(), idle.join()
