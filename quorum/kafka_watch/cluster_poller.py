@@ -131,10 +131,10 @@ class ClusterPoller:
 
     async def _poll(self, deadline: float) -> tuple[int, QuorumInfo, str | None]:
         queue = self._order()
-        pending: dict[asyncio.Task, _Ask] = {}
+        pending: dict[asyncio.Future, _Ask] = {}
 
         def ask(a: _Ask) -> None:
-            pending[asyncio.ensure_future(self._links.describe_quorum(a.at, deadline))] = a
+            pending[self._links.ask_describe(a.at, deadline)] = a
 
         if self.via_controllers:
             for at in queue:
@@ -185,8 +185,10 @@ class ClusterPoller:
                         continue
                     return await self._answered(a, info, deadline)
         finally:
-            for task in pending:
-                task.cancel()
+            for ask_left in pending:
+                if ask_left.done() and not ask_left.cancelled():
+                    ask_left.exception()  # answered as the poll ended: read, so that no warning says otherwise
+                ask_left.cancel()
         if error_answer is not None:  # a controller answered: there is no leader it knows of
             raise error_answer
         refusal = next((f for f in failures if kafka_failures.name_of(f)), None)

@@ -292,7 +292,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _watch(args: argparse.Namespace, clusters: list[WatchedCluster], publisher: EventsProducer) -> Fleet:
-    fleet = Fleet(cluster_clients, publisher.publish, args.count)
+    fleet = Fleet(cluster_clients, publisher.publish, args.count, spread=bool(args.fleet))
     fleet.apply(clusters)
     loop = asyncio.get_running_loop()
     stopped = asyncio.Event()

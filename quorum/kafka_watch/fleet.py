@@ -31,8 +31,9 @@ class Fleet:
     wrong); `publish` takes every record."""
 
     def __init__(self, clients: Callable[[WatchedCluster], ClusterClients],
-                 publish: Callable[[events.Record], None], count: int = 0):
+                 publish: Callable[[events.Record], None], count: int = 0, spread: bool = False):
         self._clients = clients
+        self.spread = spread  # the clusters' rounds spread over the interval (cluster_watch)
         self._publish = publish
         self.count = count
         self.watches: dict[str, tuple[ClusterWatch, asyncio.Task]] = {}
@@ -52,7 +53,7 @@ class Fleet:
             task.cancel()
             self._late.discard(key)
         for c in starting:
-            watch = ClusterWatch(c, clients[_key(c)], self._publish, self.count)
+            watch = ClusterWatch(c, clients[_key(c)], self._publish, self.count, self.spread)
             task = asyncio.ensure_future(watch.run())
             task.add_done_callback(lambda t, w=watch: self._ended(w, t))
             self.watches[_key(c)] = (watch, task)

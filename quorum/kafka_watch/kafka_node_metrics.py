@@ -56,9 +56,8 @@ def samples(text: str) -> dict[str, float]:
     of a fleet every second: the few lines read here are parsed by hand, and a line this cannot
     read plainly (escaped label values) by prometheus_client's parser."""
     out: dict[str, float] = {}
-    for line in text.splitlines():
-        if not line.startswith(WANTED):
-            continue
+    for match in _WANTED_LINE.finditer(text):  # the regex engine skips the other lines, not a Python loop
+        line = match.group().rstrip("\r")
         key, value = _sample(line)
         if key is None:
             out.update(_parsed(line))
@@ -67,6 +66,7 @@ def samples(text: str) -> dict[str, float]:
     return out
 
 
+_WANTED_LINE = re.compile("^(?:" + "|".join(map(re.escape, WANTED)) + ")[^\n]*", re.M)
 _LABEL = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)="([^"\\]*)"\s*(?:,|$)')
 
 

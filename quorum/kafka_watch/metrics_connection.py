@@ -64,18 +64,20 @@ class MetricsConnection:
                 limit=MAX_HEAD_BYTES)
         reader, writer = self._streams
         writer.write(self._request)
-        status_line = await reader.readline()
-        if not status_line:
-            raise ConnectionResetError("the endpoint closed the connection")
-        version, _, rest = status_line.decode("latin-1").strip().partition(" ")
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")  # the status line and the headers, read at once
+        except asyncio.IncompleteReadError as e:
+            if not e.partial:
+                raise ConnectionResetError("the endpoint closed the connection") from None
+            raise
+        status_line, *lines = head.decode("latin-1").split("\r\n")
+        version, _, rest = status_line.strip().partition(" ")
         code, _, reason = rest.partition(" ")
         headers: dict[str, str] = {}
-        while True:
-            line = await reader.readline()
-            if line in (b"\r\n", b"\n", b""):
-                break
-            name, _, value = line.decode("latin-1").partition(":")
-            headers[name.strip().lower()] = value.strip()
+        for line in lines:
+            if line:
+                name, _, value = line.partition(":")
+                headers[name.strip().lower()] = value.strip()
         body = await _body(reader, headers)
         delimited = "content-length" in headers or "chunked" in headers.get("transfer-encoding", "").lower()
         keep = headers.get("connection", "").lower()

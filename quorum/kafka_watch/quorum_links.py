@@ -14,7 +14,7 @@ from typing import Any
 
 from quorum.kafka_client.wire_login import WireLogin, secured
 from quorum.kafka_watch.quorum_info import DescribeError, QuorumInfo, answer_fields, quorum_info
-from quorum.node.peer_client import Codec, PeerConnection, settle
+from quorum.node.peer_client import Codec, PeerConnection
 from quorum.wire.apis import API_VERSIONS, DESCRIBE_CLUSTER, DESCRIBE_QUORUM, SUPPORTED
 
 MAX_FRAME_BYTES = 1 << 20
@@ -73,11 +73,33 @@ class QuorumLinks:
     def knows_version(self, at: Endpoint) -> bool:
         return at in self._versions
 
-    async def describe_quorum(self, at: Endpoint, deadline: float) -> QuorumInfo:
-        """The quorum as the node at `at` describes it; an error answer raises DescribeError."""
+    def ask_describe(self, at: Endpoint, deadline: float) -> asyncio.Future:
+        """The quorum as the node at `at` describes it, as a future (an error answer: DescribeError).
+        Once the version is agreed, the request goes out at once and its answer is read in the
+        connection's own callback: no task per poll."""
         version = self._versions.get(at)
         if version is None:
-            version = self._versions[at] = await self.agree(at, deadline)
+            return asyncio.ensure_future(self._agree_then_describe(at, deadline))
+        fut = asyncio.get_running_loop().create_future()
+
+        def answered(response: Any, error: BaseException | None) -> None:
+            if fut.done():
+                return  # the poll gave up on it
+            if error is not None:
+                fut.set_exception(error)
+                return
+            try:
+                fut.set_result(quorum_info(answer_fields(response), self.topic, self.partition))
+            except Exception as e:  # noqa: BLE001 - DescribeError: an answer, given to the poll as such
+                fut.set_exception(e)
+        self.connection(at).send(self._describe_codec(version), remaining(deadline), answered)
+        return fut
+
+    async def _agree_then_describe(self, at: Endpoint, deadline: float) -> QuorumInfo:
+        self._versions[at] = await self.agree(at, deadline)
+        return await self.ask_describe(at, deadline)
+
+    def _describe_codec(self, version: int) -> "_Encoded":
         codec = self._describe_codecs.get(version)
         if codec is None:
             cls = SUPPORTED[DESCRIBE_QUORUM].request
@@ -85,9 +107,7 @@ class QuorumLinks:
             body = cls(topics=[topic(topic_name=self.topic,
                                      partitions=[topic.PartitionData(partition_index=self.partition)])])
             codec = self._describe_codecs[version] = _Encoded(DESCRIBE_QUORUM, version, body, self.client_id)
-        fut = asyncio.get_running_loop().create_future()
-        self.connection(at).send(codec, remaining(deadline), settle(fut))
-        return quorum_info(answer_fields(await fut), self.topic, self.partition)
+        return codec
 
     async def agree(self, at: Endpoint, deadline: float) -> int:
         """The highest DescribeQuorum version both speak, from the node's ApiVersions."""
