@@ -53,8 +53,8 @@ class Goal:
 
 
 def _figure(x: float, unit: str) -> str:
-    if unit == "MB":
-        return f"{x / MB:,.0f} MB"
+    if unit == "MB":  # a fraction of a MB (per cluster, say) keeps two decimals
+        return f"{x / MB:,.0f} MB" if x >= 10 * MB else f"{x / MB:.2f} MB"
     if unit == "events/s":
         return f"{x:,.0f} events/s"
     if unit == "s":
