@@ -273,7 +273,7 @@ def run(args: argparse.Namespace) -> int:
     publisher = EventsProducer(args.events_bootstrap_server, args.events_topic, events_properties,
                                client_id=CLIENT_ID + "-events")
     try:
-        fleet = asyncio.run(_watch(args, clusters, publisher))
+        fleet = _run_loop(_watch(args, clusters, publisher))
     except ValueError as e:  # a cluster's client files (the fleet's first load)
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -315,6 +315,16 @@ async def _watch(args: argparse.Namespace, clusters: list[WatchedCluster], publi
         for sig in (signal.SIGTERM, signal.SIGINT) + ((signal.SIGHUP,) if args.fleet else ()):
             loop.remove_signal_handler(sig)
     return fleet
+
+
+def _run_loop(main):
+    """uvloop's event loop where it is installed (a pinned dependency: a fifth less CPU for a
+    fleet's polls), asyncio's own elsewhere."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(main)
+    return uvloop.run(main)
 
 
 async def _serve_deliveries(publisher: EventsProducer) -> None:
