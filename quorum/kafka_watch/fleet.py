@@ -16,10 +16,13 @@ from typing import Callable
 from quorum import events
 from quorum.kafka_watch.cluster_watch import ClusterClients, ClusterWatch
 from quorum.kafka_watch.fleet_file import WatchedCluster
+from quorum.kafka_watch.quorum_links import endpoints
+from quorum.open_files import raise_soft_limit
 
 log = logging.getLogger("quorum.kafka_watch.collector")
 
 LATE_CHECK_S = 2.0  # how often lateness is looked at
+FILES_BASE = 128  # the process's own: the events producer's, the status endpoint's, Python's
 
 
 def _key(cluster: WatchedCluster) -> str:
@@ -43,6 +46,7 @@ class Fleet:
     def apply(self, clusters: list[WatchedCluster]) -> tuple[int, int, int]:
         """Makes these clusters the fleet: (added, removed, unchanged). Every new entry's client
         settings are read first: if any fails, nothing changes and the ValueError says which."""
+        _make_room(clusters)
         wanted = {_key(c): c for c in clusters}
         current = {key: watch.cluster for key, (watch, _) in self.watches.items()}
         starting = [c for key, c in wanted.items() if current.get(key) != c]
@@ -114,6 +118,17 @@ class Fleet:
         for key, (watch, _) in watches:
             lines.append(f'quorum_collector_cluster_answering{{cluster="{_label(key)}"}} {int(watch.answering)}')
         return "\n".join(lines) + "\n"
+
+
+def _make_room(clusters: list[WatchedCluster]) -> None:
+    """The open-files limit raised for a connection to every node and every metrics endpoint of
+    the fleet (and the controllers asked while brokers are blind); said when the hard limit is lower."""
+    needed = FILES_BASE + sum(2 * len(endpoints(c.bootstrap_server or c.bootstrap_controller or ""))
+                              + len(c.node_metrics) for c in clusters)
+    soft, hard = raise_soft_limit(needed)
+    if soft < needed:
+        log.warning("%d cluster(s) need about %d open files, and the hard limit is %d: raise it (ulimit -Hn, "
+                    "LimitNOFILE=) or shard the fleet (--shard)", len(clusters), needed, hard)
 
 
 def _label(value: str) -> str:

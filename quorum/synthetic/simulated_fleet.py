@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import resource
 import signal
 import sys
 import threading
@@ -36,6 +35,7 @@ from quorum.local_kafka.loopback_ports import free_port
 from quorum.node import requests as rq
 from quorum.node.faults import Faults
 from quorum.node.server import Reply, Server
+from quorum.open_files import raise_soft_limit
 from quorum.synthetic.fleet_http import MetricsEndpoint
 from quorum.synthetic.fleet_model import DEFAULT_ELECTION_PERIOD_MS, TOPIC, ClusterModel, describe_response
 from quorum.wire import apis as w
@@ -137,11 +137,7 @@ def raise_open_files_limit(clusters: int) -> int:
     """Raises the soft RLIMIT_NOFILE to what the fleet needs (at most the hard limit): 3,000
     listeners for 500 clusters, and their connections. Returns the limit now in force."""
     needed = 256 + clusters * 3 * FDS_PER_NODE
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < needed:
-        target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-        soft = target
+    soft, hard = raise_soft_limit(needed)
     if soft < needed:
         raise RuntimeError(f"{clusters} clusters need about {needed} open files; the hard limit is {hard}")
     return soft
