@@ -115,3 +115,14 @@ async def _body(reader: asyncio.StreamReader, headers: dict[str, str]) -> bytes:
             raise ValueError("the answer is too large")
         return await reader.readexactly(int(length))
     return await reader.read(MAX_BODY_BYTES)  # until the server closes
+
+
+def scrape(url: str, timeout_s: float, client: HttpClientConfig = NO_CLIENT_CONFIG) -> str:
+    """One GET on a connection of its own, from plain code (a check, a tool): the body."""
+    async def once() -> str:
+        conn = MetricsConnection(url, client)
+        try:
+            return await conn.get(timeout_s)
+        finally:
+            conn.close()
+    return asyncio.run(once())

@@ -27,7 +27,8 @@ import pytest
 from kafka_interop.conftest import HighWatermarkSampler
 from kafka_interop.test_project_observer import batches_below
 from deploy.packet_filter import PacketFilter, cgroup2_root
-from quorum.kafka_watch.kafka_node_metrics import metrics_record, scrape
+from quorum.kafka_watch.kafka_node_metrics import metrics_record
+from quorum.kafka_watch.metrics_connection import scrape
 from quorum.local_kafka.kafka_cluster import KafkaCluster
 from quorum.local_kafka.loopback_ports import free_port
 from quorum.node.local_cluster import Cluster, read_events

@@ -15,7 +15,8 @@ from kafka_tools import (OFFSET_TOLERANCE, TIME_TOLERANCE_MS, assert_describe_re
                          assert_describe_status_matches, metadata_quorum, replicas)
 from quorum import events
 from quorum.events import UNKNOWN_DIRECTORY_ID
-from quorum.kafka_watch.kafka_node_metrics import APPLIED, KAFKA_STATES, RAFT, RAFT_GAUGES, samples, scrape
+from quorum.kafka_watch.kafka_node_metrics import APPLIED, KAFKA_STATES, RAFT, RAFT_GAUGES, samples
+from quorum.kafka_watch.metrics_connection import scrape
 from quorum.node.local_cluster import read_events
 
 

@@ -22,7 +22,7 @@ import yaml
 
 from quorum import jvm
 from quorum.http_client_config import NO_CLIENT_CONFIG, HttpClientConfig, load_http_client_config
-from quorum.kafka_watch.metrics_connection import MetricsConnection
+from quorum.kafka_watch.metrics_connection import scrape
 from quorum.kafka_watch.node_scrapes import NodeScrapes
 from quorum.local_kafka.kafka_node import JMX_EXPORTER_RULES
 from quorum.local_kafka.loopback_ports import free_port
@@ -95,14 +95,8 @@ def agent(test_ca, tmp_path_factory):
 
 
 def answer(url: str, client: HttpClientConfig) -> str:
-    async def get() -> str:
-        conn = MetricsConnection(url, client)
-        try:
-            return await conn.get(2.0)
-        finally:
-            conn.close()
     try:
-        return asyncio.run(get())
+        return scrape(url, 2.0, client)
     except OSError:  # not listening yet
         return ""
 
