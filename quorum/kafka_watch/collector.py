@@ -159,8 +159,9 @@ def single_cluster(args: argparse.Namespace) -> WatchedCluster:
                           getattr(args, "node_metrics_config", None))
 
 
-def cluster_clients(cluster: WatchedCluster) -> ClusterClients:
-    """A cluster's clients' settings, read from its files; ValueError says what is wrong."""
+def cluster_clients(cluster: WatchedCluster, flags: bool = False) -> ClusterClients:
+    """A cluster's clients' settings, read from its files; ValueError says what is wrong, naming
+    the fleet entry's key (or, with `flags`, the command-line option)."""
     try:
         watched = kafka_client_properties.merged(cluster.command_config, {})
         config = kafka_client_properties.kafka_python_config(watched, WATCHED_CLIENT)
@@ -169,7 +170,7 @@ def cluster_clients(cluster: WatchedCluster) -> ClusterClients:
     try:
         http_client = load_http_client_config(cluster.node_metrics_config) if cluster.node_metrics_config else None
     except ConfigFileError as e:
-        raise ValueError(f"node metrics client config: {e}") from None
+        raise ValueError(f"{'--node-metrics-config' if flags else 'node_metrics_config'}: {e}") from None
     return ClusterClients(config, kafka_client_properties.principal(watched), http_client or NO_CLIENT_CONFIG)
 
 
@@ -265,7 +266,7 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(problem)
         clusters = _load_fleet(args)
         if not args.fleet:
-            cluster_clients(clusters[0])  # the files' faults said before anything starts
+            cluster_clients(clusters[0], flags=True)  # the files' faults said before anything starts
         events_properties = _events_properties(args)
     except (ValueError, ConfigFileError, kafka_client_properties.ClientPropertiesError) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -50,7 +50,12 @@ class Fleet:
         wanted = {_key(c): c for c in clusters}
         current = {key: watch.cluster for key, (watch, _) in self.watches.items()}
         starting = [c for key, c in wanted.items() if current.get(key) != c]
-        clients = {_key(c): self._clients(c) for c in starting}
+        clients = {}
+        for c in starting:
+            try:
+                clients[_key(c)] = self._clients(c)
+            except ValueError as e:
+                raise ValueError(f"{c.name}: {e}") from None
         removed = [key for key, c in current.items() if wanted.get(key) != c]
         for key in removed:
             watch, task = self.watches.pop(key)

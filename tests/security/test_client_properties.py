@@ -171,7 +171,7 @@ def test_the_collector_refuses_unusable_client_files_at_start_with_exit_code_2(t
                                   "sasl.plain.username=u\nsasl.plain.password=hunter2\n")
     for extra, message in (
             (["--command-config", str(kafka_python_names)], "sasl.plain.username: not supported by quorum collect's "
-                                                            "admin client for the watched cluster (kafka-python)"),
+                                                            "client for the watched cluster"),
             (["--events-command-config", str(tmp_path / "missing")], "missing: No such file or directory"),
             (["--node-metrics", "1=http://127.0.0.1:1/metrics", "--node-metrics-config", str(tmp_path / "missing")],
              "--node-metrics-config:")):
