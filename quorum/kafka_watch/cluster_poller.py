@@ -200,7 +200,6 @@ class ClusterPoller:
 
     async def _answered(self, a: _Ask, info: QuorumInfo, deadline: float) -> tuple[int, QuorumInfo, str | None]:
         self._learn(info)
-        node_id = self._node_id(a, info.leader_id)
         if a.primary and not self.via_controllers:
             self._brokers_answered = True
             self._preferred = a.at
@@ -213,8 +212,7 @@ class ClusterPoller:
                                                     controllers=self.via_controllers or not a.primary)
             except Exception:  # noqa: BLE001 - asked again next poll
                 pass
-            node_id = self._node_id(a, info.leader_id)
-        return node_id, info, cluster_id
+        return self._node_id(a, info.leader_id), info, cluster_id
 
     async def _cluster_id(self, at: Endpoint, deadline: float, learn_brokers: bool,
                           controllers: bool | None = None) -> str | None:

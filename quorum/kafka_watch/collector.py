@@ -56,7 +56,7 @@ from quorum.kafka_watch.controller_fallback import ControllerFallback
 from quorum.kafka_watch.controller_poller import ControllerQuorumPoller
 from quorum.kafka_watch.events_producer import EventsProducer
 from quorum.kafka_watch.fleet import Fleet
-from quorum.kafka_watch.fleet_file import WatchedCluster, check_cluster, in_shard, load_fleet, parse_shard
+from quorum.kafka_watch.fleet_file import WatchedCluster, check_endpoints, in_shard, load_fleet, parse_shard
 from quorum.kafka_watch.kafka_node_metrics import parse_endpoint
 from quorum.kafka_watch.poll_interval import check_poll_interval
 from quorum.kafka_watch.poll_records import record_of, snapshot, snapshot_of
@@ -241,7 +241,7 @@ def check_arguments(args: argparse.Namespace) -> str | None:
     if timeout > args.interval_ms:
         return (f"--timeout-ms {timeout} is longer than --interval-ms {args.interval_ms}: a poll that hangs would "
                 f"hold back the next record; use --timeout-ms {args.interval_ms} or less")
-    return check_cluster(single_cluster(args), args.unreachable_after_ms)
+    return check_endpoints(single_cluster(args))  # the rest is checked above, in the flags' words
 
 
 def _load_fleet(args: argparse.Namespace) -> list[WatchedCluster]:

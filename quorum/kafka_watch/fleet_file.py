@@ -73,6 +73,11 @@ def check_cluster(c: WatchedCluster, unreachable_after_ms: int) -> str | None:
                 f"would hold back the next record; use a timeout of {c.interval_ms} ms or less")
     if c.node_metrics_config and not c.node_metrics:
         return "node_metrics_config applies to node_metrics endpoints, and none is given"
+    return check_endpoints(c)
+
+
+def check_endpoints(c: WatchedCluster) -> str | None:
+    """Why the cluster's bootstrap list names no node to ask, or None."""
     try:
         if not endpoints(c.bootstrap_server or c.bootstrap_controller or ""):
             return "no HOST:PORT to ask: give the cluster's brokers or controllers"
