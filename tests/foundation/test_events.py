@@ -1,5 +1,6 @@
 """The event contract: every record type round-trips, and every kind of bad record is rejected
 with a message that names the field."""
+import dataclasses
 import json
 
 import pytest
@@ -45,6 +46,20 @@ def test_fast_encoder_writes_the_same_bytes_as_encode(record):
     assert events.make_encoder(type(record))(*values) == events.encode(record)
     fixed = {"cluster_id": record.cluster_id, "topic": record.topic, "partition": record.partition}
     assert events.make_encoder(type(record), **fixed)(*values[3:]) == events.encode(record)
+
+
+@pytest.mark.parametrize("record", ALL, ids=IDS)
+def test_encode_writes_the_json_modules_bytes(record):
+    assert events.encode(record) == json.dumps(events.to_dict(record), separators=(",", ":")).encode()
+
+
+@pytest.mark.parametrize("odd", [{"epoch": True}, {"epoch": 7.5}, {"epoch": None}, {"voter_set": (1, True)},
+                                 {"state": "lé\"ader%s"}, {"cluster_id": None}])
+def test_encode_writes_what_json_writes_for_values_no_template_formats(odd):
+    """A value that %d or str() would write otherwise than json (a bool, a float, None, a
+    string to escape) is written as json writes it."""
+    record = dataclasses.replace(METRICS, **odd)
+    assert events.encode(record) == json.dumps(events.to_dict(record), separators=(",", ":")).encode()
 
 
 def test_every_record_of_a_quorum_has_the_quorums_key():
