@@ -109,8 +109,9 @@ class ClusterPoller:
         deadline = start + self.timeout_ms / 1000
         self._brokers_answered = False
         try:
-            async with asyncio.timeout(self.timeout_ms / 1000 + 0.05):
-                node_id, info, cluster_id = await self._poll(deadline)
+            # every wait of a poll ends by its deadline (each request's own timer, the hedge's
+            # wait, the connection's and the login's timeouts): no timer over the whole poll
+            node_id, info, cluster_id = await self._poll(deadline)
         except DescribeError as e:
             outcome = PollOutcome(_ms_since(start), getattr(e, "answered_by", -1), error_code=e.error_code,
                                   error=e.error or "bad_answer", leader_id=e.leader_id, leader_epoch=e.leader_epoch,
