@@ -6,7 +6,7 @@ One `DataFrame -> DataFrame` transform, used by the job:
     # -> cluster_id, topic, partition (the quorum key), record_json, plus _accepted, _time_ms
 
 Spark parses each record once, typed (`from_json`), and accepts it when the contract's simple
-rules hold for it: the hot record types (`fetch`, `metrics`), every field present with its JSON
+rules hold for it: the hot record types (`fetch`, `metrics`, `quorum_snapshot`), every field present with its JSON
 type, ranges, choices, the cross-field rules, not too far in the future. An accepted record is
 packed for the health processor as before (`schema.RECORD_JSON`). Every other record (a rarer
 type, anything odd) goes to the health processor as it was read, under the quorum key Spark
@@ -36,8 +36,14 @@ How the fast path stays exact without reading each value's JSON kind:
     UTF-8 the byte 0x7D is only ever `}`, and a text Spark read an object from holds one, so it
     is then the last byte). `instr(text, '}') = length(text)` walked the text character by
     character twice: 3.2 us a record against 0.14 us (3M records of 300 bytes, one core);
-  - an optional field (`dropped_events_total`, the KIP-836 state of a `fetch`) may be null only
-    when the text holds no `null` at all: absent takes the default, a JSON null is a reject.
+  - a `quorum_snapshot` nests one object per replica, so its text must end in `}` and hold
+    exactly as many as the objects Spark read from it (the record and each replica): every `}`
+    then closes one of them, so none is left for text after the record, a nested object Spark
+    skipped (an unknown field) or a string holding one. Counted on the text, once a record:
+    snapshots are one record a quorum per poll, a quarter of a collector's;
+  - an optional field (`dropped_events_total`, the KIP-836 state of a `fetch`, a snapshot's poll
+    details and a replica's directory id) may be null only when the text holds no `null` at all:
+    absent takes the default, a JSON null is a reject.
 """
 from __future__ import annotations
 
@@ -55,7 +61,10 @@ TIME_MS = "_time_ms"
 CHECKED_AT = "_checked_at_ms"
 CORRUPT = "_corrupt"
 TEXT = "_text"
-FAST_TYPES = ("fetch", "metrics")
+# A collector's records are a `quorum_snapshot` and a `metrics` per node every poll: decoding the
+# snapshots in Python by the contract took 16 % of the health workers at 2,000 quorums.
+FAST_TYPES = ("fetch", "metrics", "quorum_snapshot")
+NESTED = {"quorum_snapshot": ("voters", "observers")}  # a fast type's fields of objects (replica_list)
 # What Spark writes into a string field for a JSON value of another kind: an integer or a fraction
 # (digits, sign, point, exponent), a boolean, a non-number (`NaN`, `INF`, `Infinity`, which Spark's
 # reader takes and its writer may quote). Objects and arrays begin with `{` or `[`: `_maybe_not_text`.
@@ -88,12 +97,28 @@ def _fast_fields() -> dict[str, FieldSpec]:
     out: dict[str, FieldSpec] = {}
     for rtype in FAST_TYPES:
         for fs in events.field_specs(events.RECORD_TYPES[rtype]):
-            out.setdefault(fs.name, fs)
+            seen = out.setdefault(fs.name, fs)
+            # one default for the packed value (`_event_columns`), whichever type the record is
+            assert (seen.required, seen.default) == (fs.required, fs.default), f"{fs.name} differs between types"
     return out
 
 
 def _sql_type(fs: FieldSpec) -> str:
+    if fs.kind == "replica_list":
+        fields = ", ".join(f"{r.name}: {_sql_type(r)}" for r in events.field_specs(events.ReplicaState))
+        return f"array<struct<{fields}>>"
     return {"string": "string", "long": "bigint", "long_list": "array<bigint>"}[fs.kind]
+
+
+def _sql_default(fs: FieldSpec) -> str:
+    """An optional field's default as a SQL literal of its type."""
+    if fs.kind == "string":
+        return _quote(fs.default)
+    if fs.kind == "long":
+        return str(int(fs.default))
+    if fs.kind == "long_list":
+        return f"cast(array({', '.join(map(str, fs.default))}) AS array<bigint>)"
+    raise AssertionError(f"{fs.name}: {fs.kind} has no default here")
 
 
 def parsed_record() -> Column:
@@ -121,20 +146,30 @@ def _maybe_not_text(v: str) -> str:
             + "".join(f" OR contains({v}, {_quote(n)})" for n in _NON_NUMBERS) + ")")
 
 
-def _field_ok(fs: FieldSpec) -> str:
-    """True when the field passes the contract's rule (null when it is missing or mistyped)."""
-    v = f"{RECORD}.{fs.name}"
+def _field_ok(fs: FieldSpec, v: str | None = None) -> str:
+    """True when the field passes the contract's rule (null when it is missing or mistyped);
+    `v`: where its value is (a replica's field in a lambda), the record's field by default."""
+    v = v or f"{RECORD}.{fs.name}"
+    rule = _value_ok(fs, v)
+    if not fs.required:  # absent takes the default; a JSON null is refused (see the docstring)
+        return f"({rule} OR ({v} IS NULL AND NOT contains({TEXT}, 'null')))"
+    return rule
+
+
+def _value_ok(fs: FieldSpec, v: str) -> str:
     if fs.kind == "string":
         if fs.choices is not None:
             return f"{v} IN ({', '.join(map(_quote, fs.choices))})"
         return f"({v} <> '' AND NOT {_maybe_not_text(v)})"
     if fs.kind == "long":
-        rule = f"{v} >= {fs.minimum}" if fs.minimum is not None else f"{v} IS NOT NULL"
-        if not fs.required:  # absent takes the default; a JSON null is refused (see the docstring)
-            return f"({rule} OR ({v} IS NULL AND NOT contains({TEXT}, 'null')))"
-        return rule
+        return f"{v} >= {fs.minimum}" if fs.minimum is not None else f"{v} IS NOT NULL"
     if fs.kind == "long_list":
         return f"NOT exists({v}, x -> x IS NULL OR x < 0)"
+    if fs.kind == "replica_list":
+        # each element an object (Spark reads any other JSON value as null or fails the parse)
+        # whose every field passes; coalesce: a null rule is a reject, not an unknown
+        each = " AND ".join(f"({_field_ok(r, f'r.{r.name}')})" for r in events.field_specs(events.ReplicaState))
+        return f"NOT exists({v}, r -> r IS NULL OR NOT coalesce({each}, false))"
     raise AssertionError(f"{fs.name}: {fs.kind} has no fast check")
 
 
@@ -142,21 +177,39 @@ def _type_ok(rtype: str) -> str:
     cls = events.RECORD_TYPES[rtype]
     specs = events.field_specs(cls)
     # an absent optional field takes its default in the cross-field rules too
-    values = {fs.name: f"{RECORD}.{fs.name}" if fs.required else f"coalesce({RECORD}.{fs.name}, {fs.default!r})"
-              for fs in specs}
+    values = {fs.name: f"{RECORD}.{fs.name}" if fs.required else f"coalesce({RECORD}.{fs.name}, {_sql_default(fs)})"
+              for fs in specs if fs.kind != "replica_list"}
     rules = [_field_ok(fs) for fs in specs] + [r.format(**values) for r in _CROSS_FIELD_RULES.get(rtype, [])]
     return " AND ".join(f"({r})" for r in rules)
 
 
+def _objects_ok(rtype: str) -> str:
+    """True when every `}` of the text closes an object Spark read (see the docstring)."""
+    nested = NESTED.get(rtype, ())
+    if not nested:  # the one `}` is the last byte
+        return "(NOT contains(substr(value, 1, octet_length(value) - 1), X'7D'))"
+    objects = " + ".join(["1"] + [f"size({RECORD}.{name})" for name in nested])
+    return (f"(substr(value, -1) = X'7D'"
+            f" AND octet_length(value) - octet_length(replace({TEXT}, '}}', '')) = {objects})")
+
+
 def _accepted(max_future_ms: int) -> str:
     supported = ", ".join(str(v) for v in sorted(events.SUPPORTED_VERSIONS))
-    per_type = " ".join(f"WHEN {_quote(t)} THEN {_type_ok(t)}" for t in FAST_TYPES)
+    per_type = " ".join(f"WHEN {_quote(t)} THEN {_objects_ok(t)} AND {_type_ok(t)}" for t in FAST_TYPES)
     return f"""coalesce(
         {RECORD}.{CORRUPT} IS NULL AND is_valid_utf8({TEXT})
-        AND NOT contains(substr(value, 1, octet_length(value) - 1), X'7D')
         AND {RECORD}.version IN ({supported})
         AND {RECORD}.time_ms <= {CHECKED_AT} + {int(max_future_ms)}
         AND CASE {RECORD}.type {per_type} ELSE false END, false)"""
+
+
+def _replica_fields() -> str:
+    """A replica struct's fields as `named_struct` takes them, defaults filled in."""
+    parts = []
+    for r in events.field_specs(events.ReplicaState):
+        value = f"r.{r.name}" if r.required else f"coalesce(r.{r.name}, {_sql_default(r)})"
+        parts.append(f"{_quote(r.name)}, {value}")
+    return ", ".join(parts)
 
 
 def _event_columns() -> list[Column]:
@@ -172,8 +225,10 @@ def _event_columns() -> list[Column]:
         if name not in INPUT_COLUMNS:
             continue
         value = f"{RECORD}.{name}"
-        if not fs.required:
-            value = f"coalesce({value}, {fs.default!r})"
+        if fs.kind == "replica_list":  # a replica's absent directory id takes its default
+            value = f"transform({value}, r -> named_struct({_replica_fields()}))"
+        elif not fs.required:
+            value = f"coalesce({value}, {_sql_default(fs)})"
         if len(owners[name]) < len(FAST_TYPES):
             value = f"CASE WHEN {RECORD}.type IN ({', '.join(map(_quote, owners[name]))}) THEN {value} END"
         columns.append(F.expr(value).alias(name))
