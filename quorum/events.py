@@ -389,6 +389,24 @@ def _json_encode(record: Record) -> bytes:
 
 
 _RECORD_ENCODERS: dict[type, Callable[[Record], bytes]] = {}
+_REPLICA_KINDS = tuple((f.name, str if f.type in (str, "str") else int) for f in dataclasses.fields(ReplicaState))
+_REPLICA_TEMPLATE = "{" + ",".join('"%s":%s' % (name, "%s" if kind is str else "%d") for name, kind in _REPLICA_KINDS) + "}"
+
+
+def _replicas_json(replicas: Any) -> str | None:
+    """A replica list as json writes it; None when a value is not of its field's type."""
+    parts = []
+    for r in replicas:
+        if type(r) is not ReplicaState:
+            return None
+        values = []
+        for name, kind in _REPLICA_KINDS:
+            value = getattr(r, name)
+            if type(value) is not kind:
+                return None
+            values.append(_json_str(value) if kind is str else value)
+        parts.append(_REPLICA_TEMPLATE % tuple(values))
+    return "[" + ",".join(parts) + "]"
 
 
 def _record_encoder(cls: type) -> Callable[[Record], bytes]:
@@ -411,7 +429,9 @@ def _record_encoder(cls: type) -> Callable[[Record], bytes]:
                     return _json_encode(record)
                 value = "[" + ",".join(map(str, value)) + "]"
             else:  # replica_list
-                value = json.dumps([{n: getattr(r, n) for n in _REPLICA_FIELDS} for r in value], separators=(",", ":"))
+                value = _replicas_json(value)
+                if value is None:
+                    return _json_encode(record)
             values.append(value)
         return (template % tuple(values)).encode()
     return encode_record

@@ -240,6 +240,8 @@ class ClusterPoller:
         order given, those lately silent or unreachable last (the longest suspected last)."""
         if self.via_controllers:
             return list(dict.fromkeys(self._given + sorted(self._learned.values())))
+        if not self._suspects and self._given and self._preferred in (None, self._given[0]):
+            return list(self._given)  # every round of a healthy cluster
         now = time.monotonic()
         fresh = [at for at in self._given if self._suspects.get(at, 0) <= now]
         if self._preferred in fresh:

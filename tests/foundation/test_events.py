@@ -62,6 +62,14 @@ def test_encode_writes_what_json_writes_for_values_no_template_formats(odd):
     assert events.encode(record) == json.dumps(events.to_dict(record), separators=(",", ":")).encode()
 
 
+@pytest.mark.parametrize("odd", [{"replica_id": True}, {"log_end_offset": 1.5}, {"directory_id": None},
+                                 {"directory_id": "é\\n"}])
+def test_encode_writes_what_json_writes_for_replica_values_no_template_formats(odd):
+    voter = dataclasses.replace(SNAPSHOT.voters[0], **odd)
+    record = dataclasses.replace(SNAPSHOT, voters=(voter,) + SNAPSHOT.voters[1:])
+    assert events.encode(record) == json.dumps(events.to_dict(record), separators=(",", ":")).encode()
+
+
 def test_every_record_of_a_quorum_has_the_quorums_key():
     assert {events.record_key(r) for r in ALL} == {events.quorum_key("c1", "__cluster_metadata", 0)}
     assert events.quorum_key("c1", "__cluster_metadata", 0) == b"c1/__cluster_metadata-0"
