@@ -24,7 +24,7 @@ from streaming.config import DEFAULT_DEAD_LETTER_TRIGGER_MS, QUORUMS_PER_STATE_P
 from streaming.decode import TIME_MS, route_records
 from streaming.fleet_size import RECENT_MS, is_new_local_checkpoint, recent_quorums
 from streaming.health import build_health_stream
-from streaming.job_logging import BATCH_LOGGER, batch_line, spark_conf
+from streaming.job_logging import BATCH_LOGGER, SLOW_BATCH_TRIGGERS, batch_line, batch_time_line, spark_conf
 from streaming.progress_listener import ProgressListener
 from streaming.sinks import HealthBatchWriter, make_batch_writer
 from streaming.sinks.monitor import MonitorMetrics
@@ -97,8 +97,9 @@ def report_lost_offsets(progress: dict) -> None:
                         "(source.fail_on_data_loss: false)", lost, progress.get("batchId"))
 
 
-def _input_listener(spark: SparkSession, writer: HealthBatchWriter) -> ProgressListener:
-    """Hands each health batch's observed input to the writer's monitor, and logs the batch's line."""
+def _input_listener(spark: SparkSession, writer: HealthBatchWriter, trigger_ms: int) -> ProgressListener:
+    """Hands each health batch's observed input to the writer's monitor, and logs the batch's
+    line (a slow one's parts too)."""
     batches = logging.getLogger(BATCH_LOGGER)
 
     def on_progress(progress: dict) -> None:
@@ -111,6 +112,9 @@ def _input_listener(spark: SparkSession, writer: HealthBatchWriter) -> ProgressL
             quorums = [view.quorum for view in writer.snapshot.views()]
             batches.info(batch_line(progress, observed.get(INPUT_OBSERVATION), quorums,
                                     writer.dead_letters_in(progress.get("batchId"))))
+        took = (progress.get("durationMs") or {}).get("triggerExecution") or 0
+        if took >= SLOW_BATCH_TRIGGERS * trigger_ms and log.isEnabledFor(logging.INFO):
+            log.info(batch_time_line(progress))
 
     return ProgressListener(spark, on_progress)
 
@@ -205,7 +209,7 @@ def start_job(spark: SparkSession, cfg: JobConfig, writer: HealthBatchWriter | N
     health = build_health_stream(routed, cfg.health, max_future_ms=cfg.decode.max_future_ms, buckets=layout.buckets,
                                  api=layout.processor, state_version=layout.state_version)
     writer = writer or job_batch_writer(cfg)
-    listener = _input_listener(spark, writer)
+    listener = _input_listener(spark, writer, cfg.job.trigger_interval_ms)
     trigger = f"{cfg.job.trigger_interval_ms} milliseconds"
     health_query = (health.writeStream.queryName(HEALTH_QUERY).outputMode("update").foreachBatch(writer)
                     .option("checkpointLocation", str(checkpoint / "health"))
