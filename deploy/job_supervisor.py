@@ -7,9 +7,10 @@ have started and whose query is planned, waiting for SIGUSR1. Taking over then c
 start and its first batch alone; a cold start adds the Python imports, the JVM and Spark's start
 and the query's planning, more than half of a restart on a loaded 2-core machine. A first death
 is replaced at once; deaths in a row wait 1 s, doubling to 30 s, so a job that cannot run does
-not spin. The standby is started only once the job has run STANDBY_AFTER_S: before, its JVM's
-start would take the CPU from the new job's first batch (and a checkpoint the job has not yet
-started is never planned by two)."""
+not spin. The supervisor is made once the job has pushed its first batch, and starts a standby
+then; after a replacement, once the new job has run STANDBY_AFTER_S: before, the standby's JVM
+would take the CPU from the new job's first batch. Either way the checkpoint has started, so
+the standby only reads it until it takes over."""
 from __future__ import annotations
 
 import os
@@ -66,6 +67,7 @@ class JobSupervisor:
         self.restarts = 0
         self.deaths_in_row = 0
         self.started_at = time.monotonic()
+        self.standby_at = self.started_at  # made once the job has pushed: its first batch is done
         self.restart_at: float | None = None
 
     def delay_s(self) -> float:
@@ -94,6 +96,7 @@ class JobSupervisor:
             self.restart_at = None
             self.restarts += 1
             self.started_at = now
+            self.standby_at = now + self.standby_after_s
             standby = self._standby()
             if standby is not None:
                 os.kill(standby.pid, signal.SIGUSR1)
@@ -110,7 +113,7 @@ class JobSupervisor:
         return standby if standby is not None and standby.poll() is None else None
 
     def _keep_standby(self, now: float) -> None:
-        """A standby ready once the job has run `standby_after_s`; one that died is started again."""
+        """A standby ready from `standby_at` on; one that died is started again."""
         standby = self.stack.processes.get(STANDBY_NAME)
         if standby is not None and standby.poll() is not None:
             self.say(f"{STANDBY_NAME} {exit_reason(standby.returncode)} (log {self.stack.log(JOB_NAME)}); "
@@ -118,7 +121,7 @@ class JobSupervisor:
             signal_group(standby.pid, signal.SIGKILL)
             del self.stack.processes[STANDBY_NAME]
             standby = None
-        if standby is None and now - self.started_at >= self.standby_after_s:
+        if standby is None and now >= self.standby_at:
             self.stack.spawn(STANDBY_NAME, self.stack.argv[JOB_NAME] + ["--standby"], log_as=JOB_NAME)
 
     def push(self) -> None:

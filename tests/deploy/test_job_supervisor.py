@@ -1,8 +1,9 @@
 """The local stack's job supervisor on real processes: a stand-in job (a Python process that,
 started with --standby, waits for SIGUSR1 as `streaming run --standby` does and says when it got
-it) killed with SIGKILL. A first death is replaced at once by the standby; a death right after
-waits the backoff and, with no standby ready, starts the job cold; a standby that dies is started
-again. Spark's own takeover is timed on the stack (docs/reliability.md)."""
+it) killed with SIGKILL. A standby is started at once (the supervisor comes after the job's first
+push), a first death is replaced at once by it, and the next standby waits for the new job to
+have run a while; a death right after waits the backoff and, with no standby ready, starts the
+job cold; a standby that dies is started again. Spark's own takeover is timed on the stack (docs/reliability.md)."""
 from __future__ import annotations
 
 import os
@@ -84,7 +85,7 @@ def kill_job(stack: Processes) -> None:
 
 
 def test_a_first_death_is_replaced_at_once_by_the_standby(stack, tmp_path):
-    supervisor = JobSupervisor(stack, None, stack.said.append, standby_after_s=0)
+    supervisor = JobSupervisor(stack, None, stack.said.append, standby_after_s=30)
     supervise_until(supervisor, "a standby started", lambda: started(tmp_path) == ["job", "standby"])
     standby = stack.processes[STANDBY_NAME]
     kill_job(stack)
@@ -95,6 +96,11 @@ def test_a_first_death_is_replaced_at_once_by_the_standby(stack, tmp_path):
     wait_for(lambda: (tmp_path / "took-over").exists(), 10, "the standby told to take over")
     assert "replacing it from its checkpoint by its standby" in stack.said[0], stack.said
     assert "its standby took over (restart 1)" in stack.said[1], stack.said
+    # the next standby once the new job has run standby_after_s (the supervisor's clock is the one it is given)
+    supervisor.check(killed + 29)
+    assert STANDBY_NAME not in stack.processes
+    supervisor.check(killed + 30)
+    assert stack.processes[STANDBY_NAME].poll() is None
 
 
 def test_a_death_in_a_row_waits_the_backoff_and_starts_cold_without_a_standby(stack, tmp_path):
