@@ -36,10 +36,12 @@ notifications are printed here.
                                        of overlapping faults on it, then judge every alert and
                                        verdict against the schedule (deploy/run-local nemesis -h)
 
-The streaming job is supervised: when it dies (a crash, an OOM kill, `kill -9`), the launcher
-restarts it from its checkpoint after 1 s, doubling to at most 30 s while it keeps dying (back
-to 1 s once it has run 2 minutes), prints why, and counts it in
-`quorum_monitor_job_restarts_total` on the Pushgateway (group job="quorum_monitor_supervisor").
+The streaming job is supervised (deploy/job_supervisor.py): when it dies (a crash, an OOM kill,
+`kill -9`), the launcher replaces it from its checkpoint at once by a standby it keeps ready (a
+second job process with Spark started and the query planned), or starts one cold when there is
+none; deaths in a row wait 1 s, doubling to at most 30 s (a death after 2 minutes of running is a
+first one again). It prints why, and counts each in `quorum_monitor_job_restarts_total` on the
+Pushgateway (group job="quorum_monitor_supervisor").
   deploy/run-local --synthetic 2       also publish 2 synthetic quorums with scripted faults
 
 Logs go to RUN_DIR/logs/, one file per process; RUN_DIR/stack.json says what runs and where, so
@@ -67,6 +69,7 @@ import local_services as svc  # noqa: E402
 import packet_filter  # noqa: E402
 import secure_stack  # noqa: E402
 from alert_console import AlertConsole  # noqa: E402
+from job_supervisor import JOB_NAME, STANDBY_NAME, JobSupervisor, signal_group  # noqa: E402
 
 from quorum.local_kafka.kafka_broker import BrokerError, KafkaBroker  # noqa: E402
 from quorum.local_kafka.kafka_cluster import KafkaCluster  # noqa: E402
@@ -76,78 +79,13 @@ from quorum.storage.atomic_file import write_atomically  # noqa: E402
 STOP_TIMEOUT_S = 15
 START_TIMEOUT_S = 60
 JOB_START_TIMEOUT_S = 240  # the first micro-batch includes starting the JVM and the Python workers
-JOB_NAME = "streaming-job"
 NOTIFICATIONS_FILE = "alert-notifications.jsonl"  # every alert Alertmanager notified (the nemesis reads it)
-RESTART_BACKOFF_S = (1.0, 30.0)  # first delay, cap: doubled at each restart in a row
-RESTART_RESET_AFTER_S = 120.0    # a job that ran this long counts as healthy again: next delay 1 s
 THROTTLE_RECORDS_PER_S = "1"     # below the leader's 2 NoOps/s: the stalled voter falls behind
 OTHER_CLUSTER_ID = "another-cluster"
-SUPERVISOR_GROUP = "quorum_monitor_supervisor"
 
 
 def say(text: str) -> None:
     print(f"\033[1m[stack]\033[0m {text}", file=sys.stderr, flush=True)
-
-
-def exit_reason(code: int) -> str:
-    if code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exited with code {code}"
-
-
-class JobSupervisor:
-    """Restarts the always-on streaming job when it dies, from its checkpoint, with backoff.
-
-    Whatever the job left behind (its JVM, Python workers) is killed first: two JVMs on one
-    checkpoint would both write it."""
-
-    def __init__(self, stack: "Stack", pushgateway: str | None):
-        self.stack = stack
-        self.pushgateway = pushgateway
-        self.restarts = 0
-        self.delay_s = RESTART_BACKOFF_S[0]
-        self.started_at = time.monotonic()
-        self.restart_at: float | None = None
-
-    def check(self, now: float) -> None:
-        proc = self.stack.processes.get(JOB_NAME)
-        if proc is None:
-            return
-        if self.restart_at is None:
-            if proc.poll() is None:
-                return
-            ran = now - self.started_at
-            if ran >= RESTART_RESET_AFTER_S:
-                self.delay_s = RESTART_BACKOFF_S[0]
-            _signal_group(proc.pid, signal.SIGKILL)  # its JVM and workers, before another takes the checkpoint
-            self.restart_at = now + self.delay_s
-            say(f"{JOB_NAME} {exit_reason(proc.returncode)} after {ran:.0f} s (log {self.stack.log(JOB_NAME)}); "
-                f"restarting it from its checkpoint in {self.delay_s:.0f} s")
-            self.delay_s = min(self.delay_s * 2, RESTART_BACKOFF_S[1])
-        elif now >= self.restart_at:
-            self.restart_at = None
-            self.restarts += 1
-            self.started_at = now
-            self.stack.spawn(JOB_NAME, self.stack.argv[JOB_NAME])
-            say(f"{JOB_NAME} restarted (restart {self.restarts})")
-            self.push()
-
-    def push(self) -> None:
-        """The restart count, in a Pushgateway group of its own (the job's pushes do not touch it)."""
-        if not self.pushgateway:
-            return
-        body = ("# TYPE quorum_monitor_job_restarts_total counter\n"
-                f"quorum_monitor_job_restarts_total {self.restarts}\n").encode()
-        import urllib.request
-        request = urllib.request.Request(f"http://{self.pushgateway}/metrics/job/{SUPERVISOR_GROUP}", data=body,
-                                         method="PUT")
-        try:
-            urllib.request.urlopen(request, timeout=5).close()
-        except OSError as e:
-            say(f"could not push the restart count: {e}")
 
 
 class Stack:
@@ -189,9 +127,10 @@ class Stack:
     def log(self, name: str) -> Path:
         return self.run_dir / "logs" / f"{name}.log"
 
-    def spawn(self, name: str, argv: list[str]) -> subprocess.Popen:
-        """Start one process in its own session, so that a stop reaches its children too."""
-        with open(self.log(name), "ab") as out:
+    def spawn(self, name: str, argv: list[str], log_as: str | None = None) -> subprocess.Popen:
+        """Start one process in its own session, so that a stop reaches its children too; its
+        output goes to its own log, or `log_as`'s (a standby writes the job's)."""
+        with open(self.log(log_as or name), "ab") as out:
             proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     start_new_session=True, cwd=ROOT)
         self.processes[name] = proc
@@ -226,7 +165,7 @@ class Stack:
         """A dead node is part of the game (chaos kill) once the stack runs, and a dead job is
         restarted by the supervisor; anything else dying stops the stack."""
         for name, proc in self.processes.items():
-            if name == JOB_NAME and self.supervisor is not None:
+            if name in (JOB_NAME, STANDBY_NAME) and self.supervisor is not None:
                 continue
             if proc.poll() is not None and not (nodes_may_die and name.startswith("node-")):
                 return f"{name} exited with code {proc.returncode} (log: {self.log(name)})"
@@ -238,13 +177,13 @@ class Stack:
         for name, proc in reversed(list(self.processes.items())):
             if proc.poll() is None:
                 say(f"stopping {name}")
-                _signal_group(proc.pid, signal.SIGTERM)
+                signal_group(proc.pid, signal.SIGTERM)
         for name, proc in reversed(list(self.processes.items())):
             try:
                 proc.wait(STOP_TIMEOUT_S)
             except subprocess.TimeoutExpired:
                 say(f"{name} did not stop in {STOP_TIMEOUT_S} s: killing it")
-                _signal_group(proc.pid, signal.SIGKILL)
+                signal_group(proc.pid, signal.SIGKILL)
                 proc.wait()
         self.processes.clear()
         if self.kafka_quorum:
@@ -501,7 +440,7 @@ class Stack:
                 proc = self.processes.get(JOB_NAME)
                 if proc is None or proc.poll() is not None:
                     raise ValueError(f"{JOB_NAME} is not running (the supervisor may be restarting it)")
-                _signal_group(proc.pid, signal.SIGKILL)
+                signal_group(proc.pid, signal.SIGKILL)
                 return f"{JOB_NAME}: killed with SIGKILL (the supervisor restarts it from its checkpoint)"
             if action == "events-restart":
                 started = time.monotonic()
@@ -529,11 +468,11 @@ class Stack:
             if node_id in self.frozen:
                 self._signal(name, signal.SIGCONT)
                 self.frozen.discard(node_id)
-            _signal_group(proc.pid, signal.SIGTERM)
+            signal_group(proc.pid, signal.SIGTERM)
             try:
                 proc.wait(STOP_TIMEOUT_S)
             except subprocess.TimeoutExpired:
-                _signal_group(proc.pid, signal.SIGKILL)
+                signal_group(proc.pid, signal.SIGKILL)
                 proc.wait()
         self.killed.discard(node_id)
         path = self.nodes[node_id].config_path
@@ -558,13 +497,6 @@ NODE_ACTIONS = ("stall", "slow-disk", "wrong-cluster", "cutoff", "freeze", "kill
 FOLLOWER_ACTIONS = ("stall", "slow-disk", "wrong-cluster")
 KAFKA_ACTIONS = ("freeze", "kill", "cutoff")  # on the --kafka-quorum cluster's nodes
 STACK_ACTIONS = ("job-kill", "events-restart")  # on the monitor itself
-
-
-def _signal_group(pid: int, sig: int) -> None:
-    try:
-        os.killpg(pid, sig)
-    except ProcessLookupError:
-        pass
 
 
 def _serve_control(stack: Stack, stopping: list) -> socket.socket:
@@ -744,7 +676,7 @@ def up(args: argparse.Namespace) -> int:
         svc.await_condition("the streaming job's first push of the quorum's health",
                             lambda: svc.pushed_clusters(addresses["pushgateway"]) & {svc.CLUSTER_ID},
                             JOB_START_TIMEOUT_S, 1.0, alive=stack.check_alive)
-        stack.supervisor = JobSupervisor(stack, addresses["pushgateway"])
+        stack.supervisor = JobSupervisor(stack, addresses["pushgateway"], say)
         stack.supervisor.push()  # 0 restarts: the series exists from the start
 
         # Prometheus only once the job has pushed: before, the rules would rightly find the
@@ -775,7 +707,7 @@ def up(args: argparse.Namespace) -> int:
                 stack.supervisor.check(time.monotonic())
                 if stack.supervisor.restarts != restarts:
                     stack.save()
-            time.sleep(0.5)
+            time.sleep(0.2)  # a dead job is seen within this
         return 0
     except svc.StartError as e:
         say(f"could not start: {e}")

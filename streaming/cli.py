@@ -12,6 +12,7 @@ import logging
 import signal
 import sys
 import threading
+import time
 
 from streaming.config import ConfigError, JobConfig, load_config
 from streaming.job_logging import LEVELS, configure
@@ -38,6 +39,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--log-level", default="INFO", choices=LEVELS,
                      help="the job's own log level (default %(default)s: a line per micro-batch); "
                           "Spark's own loggers stay at WARN")
+    run.add_argument("--standby", action="store_true",
+                     help="start Spark and plan the query, then wait for SIGUSR1 before starting it: a "
+                          "supervisor keeps one ready to take over from a job that dies (deploy/run-local "
+                          "does), so the takeover costs no JVM or Spark start. Only for a checkpoint the job "
+                          "has started; never two started on one checkpoint")
     return parser
 
 
@@ -54,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "check-config":
         print(json.dumps(cfg.shown(), indent=2, sort_keys=True))
         return 0
-    return _run(cfg, args.log_level)
+    return _run(cfg, args.log_level, args.standby)
 
 
 def _with_overrides(cfg: JobConfig, args: argparse.Namespace) -> JobConfig:
@@ -66,19 +72,38 @@ def _with_overrides(cfg: JobConfig, args: argparse.Namespace) -> JobConfig:
     return JobConfig.from_dict(d)
 
 
-def _run(cfg: JobConfig, log_level: str) -> int:
+def _run(cfg: JobConfig, log_level: str, standby: bool = False) -> int:
     configure(log_level)
-    from streaming.job import session_for, start_job
+    log = logging.getLogger("streaming")
+    stop = threading.Event()
+    take_over = threading.Event()
+    if standby:
+        # before Spark starts: SIGUSR1's default action ends the process, and the supervisor
+        # may need this standby while it is still starting
+        signal.signal(signal.SIGUSR1, lambda *_: take_over.set())
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    from streaming.job import prepare_job, session_for, start_prepared
     spark = session_for(cfg)
     spark.sparkContext.setLogLevel("WARN")
     try:
-        job = start_job(spark, cfg)
+        prepared = prepare_job(spark, cfg)
     except StateLayoutError as e:
         print(f"streaming: cannot start: {e}", file=sys.stderr)
         spark.stop()
         return 2
-    log = logging.getLogger("streaming")
-    stop = threading.Event()
+    if standby:
+        from streaming.standby_warm_up import warm_up
+        started = time.monotonic()
+        warm = warm_up(spark, cfg, cancelled=lambda: take_over.is_set() or stop.is_set())
+        log.info("standby: Spark started, the query planned and %s in %.0f s; waiting for SIGUSR1 to take over",
+                 "warmed up on a batch of the live topic" if warm else "not warmed up (no records came, or called first)",
+                 time.monotonic() - started)
+        while not take_over.wait(0.05):
+            if stop.is_set():
+                spark.stop()
+                return 0
+        log.info("standby: taking over")
+    job = start_prepared(prepared)
 
     def shutdown(signum, _frame):
         # Only flag it: stopping queries from inside a signal handler interrupts a Py4J call.

@@ -24,7 +24,7 @@ from streaming.config import DEFAULT_DEAD_LETTER_TRIGGER_MS, QUORUMS_PER_STATE_P
 from streaming.decode import TIME_MS, route_records
 from streaming.fleet_size import RECENT_MS, is_new_local_checkpoint, recent_quorums
 from streaming.health import build_health_stream
-from streaming.job_logging import BATCH_LOGGER, batch_line, spark_conf
+from streaming.job_logging import BATCH_LOGGER, SLOW_BATCH_TRIGGERS, batch_line, batch_time_line, spark_conf
 from streaming.progress_listener import ProgressListener
 from streaming.sinks import HealthBatchWriter, make_batch_writer
 from streaming.sinks.monitor import MonitorMetrics
@@ -97,8 +97,9 @@ def report_lost_offsets(progress: dict) -> None:
                         "(source.fail_on_data_loss: false)", lost, progress.get("batchId"))
 
 
-def _input_listener(spark: SparkSession, writer: HealthBatchWriter) -> ProgressListener:
-    """Hands each health batch's observed input to the writer's monitor, and logs the batch's line."""
+def _input_listener(spark: SparkSession, writer: HealthBatchWriter, trigger_ms: int) -> ProgressListener:
+    """Hands each health batch's observed input to the writer's monitor, and logs the batch's
+    line (a slow one's parts too)."""
     batches = logging.getLogger(BATCH_LOGGER)
 
     def on_progress(progress: dict) -> None:
@@ -111,6 +112,9 @@ def _input_listener(spark: SparkSession, writer: HealthBatchWriter) -> ProgressL
             quorums = [view.quorum for view in writer.snapshot.views()]
             batches.info(batch_line(progress, observed.get(INPUT_OBSERVATION), quorums,
                                     writer.dead_letters_in(progress.get("batchId"))))
+        took = (progress.get("durationMs") or {}).get("triggerExecution") or 0
+        if took >= SLOW_BATCH_TRIGGERS * trigger_ms and log.isEnabledFor(logging.INFO):
+            log.info(batch_time_line(progress))
 
     return ProgressListener(spark, on_progress)
 
@@ -188,9 +192,19 @@ def job_batch_writer(cfg: JobConfig) -> HealthBatchWriter:
                              dead_letter_dir=cfg.dead_letters.path if cfg.dead_letters.enabled else None)
 
 
-def start_job(spark: SparkSession, cfg: JobConfig, writer: HealthBatchWriter | None = None) -> RunningJob:
-    """The health query, wired source -> decode -> health state -> outputs (`writer`: the
-    config's own, `job_batch_writer`, unless a caller brings one that watches it)."""
+@dataclass
+class PreparedJob:
+    """The health query planned and not started: what a standby holds ready (`streaming run
+    --standby`), so that taking over costs the query's start and its first batch alone."""
+    spark: SparkSession
+    cfg: JobConfig
+    health: DataFrame
+
+
+def prepare_job(spark: SparkSession, cfg: JobConfig) -> PreparedJob:
+    """Everything before the query starts: the source, the decode and the health stream, built
+    on the checkpoint's state partitions and layout. It only reads a checkpoint that has
+    started (a new one gets its layout file written here)."""
     from streaming.spark_session import use_local_checkpoint_manager
     use_local_checkpoint_manager(spark, cfg.job.checkpoint_location)
     checkpoint = Path(cfg.job.checkpoint_location)
@@ -204,10 +218,20 @@ def start_job(spark: SparkSession, cfg: JobConfig, writer: HealthBatchWriter | N
     layout = health_state_layout(spark, str(checkpoint), str(checkpoint / "health"), partitions)
     health = build_health_stream(routed, cfg.health, max_future_ms=cfg.decode.max_future_ms, buckets=layout.buckets,
                                  api=layout.processor, state_version=layout.state_version)
+    return PreparedJob(spark, cfg, health)
+
+
+def start_prepared(prepared: PreparedJob, writer: HealthBatchWriter | None = None) -> RunningJob:
+    """Start a prepared health query with its outputs (`writer`: the config's own,
+    `job_batch_writer`, unless a caller brings one that watches it). The writer is made here,
+    not in `prepare_job`: it loads the health topic's spool beside the checkpoint, which the job
+    a standby replaces may still be writing."""
+    spark, cfg = prepared.spark, prepared.cfg
+    checkpoint = Path(cfg.job.checkpoint_location)
     writer = writer or job_batch_writer(cfg)
-    listener = _input_listener(spark, writer)
+    listener = _input_listener(spark, writer, cfg.job.trigger_interval_ms)
     trigger = f"{cfg.job.trigger_interval_ms} milliseconds"
-    health_query = (health.writeStream.queryName(HEALTH_QUERY).outputMode("update").foreachBatch(writer)
+    health_query = (prepared.health.writeStream.queryName(HEALTH_QUERY).outputMode("update").foreachBatch(writer)
                     .option("checkpointLocation", str(checkpoint / "health"))
                     .trigger(processingTime=trigger).start())
     log.info("started %s from %s topic %s, checkpoint %s, dead letters %s, Prometheus metrics %s, health topic %s",
@@ -215,3 +239,8 @@ def start_job(spark: SparkSession, cfg: JobConfig, writer: HealthBatchWriter | N
              cfg.dead_letters.path if cfg.dead_letters.enabled else "off", cfg.sink.prometheus.describe(),
              cfg.sink.kafka.topic if cfg.sink.kafka.enabled else "off")
     return RunningJob(spark, health_query, writer, listener, [health_query])
+
+
+def start_job(spark: SparkSession, cfg: JobConfig, writer: HealthBatchWriter | None = None) -> RunningJob:
+    """The health query, wired source -> decode -> health state -> outputs, prepared and started."""
+    return start_prepared(prepare_job(spark, cfg), writer)

@@ -76,5 +76,20 @@ def batch_line(progress: dict[str, Any], observed: dict[str, Any] | None, quorum
             + f", {duration_ms} ms")
 
 
+# A batch this many trigger intervals long gets a second line saying where its time went: the
+# first batch after a (re)start is several seconds, and a restart's time back is its sum
+SLOW_BATCH_TRIGGERS = 3
+
+
+def batch_time_line(progress: dict[str, Any]) -> str:
+    """Where a micro-batch's time went, as Spark's progress splits it (the largest part first):
+
+        batch 42 took 9069 ms: addBatch 6120, queryPlanning 1450, latestOffset 890, walCommit 310, ..."""
+    parts = dict(progress.get("durationMs") or {})
+    total = int(parts.pop("triggerExecution", 0) or 0)
+    named = ", ".join(f"{name} {int(ms)}" for name, ms in sorted(parts.items(), key=lambda kv: -kv[1]))
+    return f"batch {progress.get('batchId')} took {total} ms: {named or 'no parts reported'}"
+
+
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")

@@ -11,7 +11,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from .model import CAUSE_GRACE_S, PAGING_STATUSES, STATUS_GRACE_S, Done, Model
+from .model import CAUSE_GRACE_S, JOB_BACK_WITHIN_S, PAGING_STATUSES, STATUS_GRACE_S, Done, Model
 
 EPISODE_GAP_S = 3.0       # firing samples closer than this are one episode
 # From an alert's firing to its notification at the latest: Alertmanager's group_interval (1m in
@@ -46,6 +46,7 @@ class Series:
     replica_cause: dict[tuple[str, int], list[tuple[float, str]]]     # (cluster, replica) -> (t, cause)
     quorum_status: dict[str, list[tuple[float, str]]]                 # cluster -> (t, status)
     job_restarts: list[tuple[float, float]]                           # (t, quorum_monitor_job_restarts_total)
+    job_batches: list[tuple[float, float]] = field(default_factory=list)  # (t, quorum_monitor_last_batch_timestamp_seconds)
     notifications: list[Notification] | None = None                   # None: none recorded, nothing judged
     notifications_read: float = math.inf                              # when they were read
 
@@ -53,6 +54,7 @@ class Series:
 @dataclass
 class Verdict:
     detections: list[tuple[Done, float | None, bool]] = field(default_factory=list)  # fault, latency, expected
+    job_back: list[tuple[Done, float | None]] = field(default_factory=list)  # a job kill, seconds to its first verdict
     false_pages: list[tuple[Episode, str]] = field(default_factory=list)
     missed_pages: list[str] = field(default_factory=list)
     undetected: list[str] = field(default_factory=list)       # expected, and never or late
@@ -134,12 +136,26 @@ def _judge_detection(model: Model, series: Series, d: Done, verdict: Verdict) ->
         verdict.not_expected.append(f"{_what(d)} for {d.healed - d.start:.0f} s: {why}")
         return
     bound = model.detection_bound(d)
+    if d.kind == "job-kill":
+        _judge_job_back(series, d, verdict)
     if latency is None:
         verdict.undetected.append(f"{_what(d)} for {d.healed - d.start:.0f} s: no verdict showed it "
                                   f"(bound {bound:g} s)")
     elif latency > bound:
         verdict.undetected.append(f"{_what(d)} for {d.healed - d.start:.0f} s: shown only after "
                                   f"{latency:.1f} s (bound {bound:g} s)")
+
+
+def _judge_job_back(series: Series, d: Done, verdict: Verdict) -> None:
+    """A killed job's time back: from the kill to the first sample of a batch it completed
+    after the kill (the Pushgateway serves the dead job's last push until then)."""
+    back = next((t - d.start for t, v in series.job_batches if t > d.start and v > d.start), None)
+    verdict.job_back.append((d, back))
+    if back is None:
+        verdict.undetected.append(f"{_what(d)}: no verdict after its restart (bound {JOB_BACK_WITHIN_S:g} s)")
+    elif back > JOB_BACK_WITHIN_S:
+        verdict.undetected.append(f"{_what(d)}: back with a verdict only after {back:.1f} s "
+                                  f"(bound {JOB_BACK_WITHIN_S:g} s)")
 
 
 def runs(times: list[float]) -> list[tuple[float, float]]:
@@ -288,6 +304,9 @@ def report(verdict: Verdict, seed: int, minutes: float) -> list[str]:
         fmt = lambda v: "-" if v is None else f"{v:.1f}"  # noqa: E731
         lines.append(f"{kind:16} {len(rows[kind]):8} {sum(e for _, e in rows[kind]):8} {len(got):8} "
                      f"{fmt(percentile(got, .5)):>6} {fmt(percentile(got, .99)):>6} {fmt(max(got, default=None)):>6}")
+    lines += [f"job back: {_what(d)}: first verdict after "
+              f"{'-' if back is None else f'{back:.1f}'} s (bound {JOB_BACK_WITHIN_S:g} s)"
+              for d, back in verdict.job_back]
     lines += [f"not expected: {n}" for n in verdict.not_expected]
     lines += [f"UNDETECTED: {u}" for u in verdict.undetected]
     for ep, near in verdict.false_pages:

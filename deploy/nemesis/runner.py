@@ -214,10 +214,12 @@ class Nemesis:
             quorum_status.setdefault(s["metric"]["cluster"], []).extend(
                 (float(t), s["metric"]["status"]) for t, _ in s["values"])
         restarts = [(float(t), float(v)) for s in samples("max(quorum_monitor_job_restarts_total)") for t, v in s["values"]]
+        batches = [(float(t), float(v)) for s in samples("max(quorum_monitor_last_batch_timestamp_seconds)")
+                   for t, v in s["values"]]
         for table in (replica_status, replica_cause, quorum_status):
             for key in table:
                 table[key].sort()
-        return Series(alerts, replica_status, replica_cause, quorum_status, sorted(restarts))
+        return Series(alerts, replica_status, replica_cause, quorum_status, sorted(restarts), sorted(batches))
 
 
 def rfc3339_seconds(text: str | None) -> float:
@@ -286,7 +288,8 @@ def main(argv: list[str] | None = None, run_dir: str | None = None) -> int:
         "a majority, the node the collector polls through); the streaming job killed; the events Kafka "
         "restarted. Each fault is printed as it starts and heals. At the end every alert Prometheus fired and every "
         "verdict it holds is judged against the schedule (rules in deploy/nemesis/model.py, docs/reliability.md): "
-        "a table per fault kind, each failure, then `nemesis: F faults, D detected, X false pages, Y missed pages, "
+        "a table per fault kind, a `job back:` line per job kill (seconds from the kill to the first verdict after "
+        "it), each failure, then `nemesis: F faults, D detected, X false pages, Y missed pages, "
         "U undetected or late, C wrong causes (S s beyond grace), W wrong paging statuses (S s beyond grace), "
         "detection p99 T s`. Exits 1 on any of those failures. The same seed and minutes replay the same "
         "schedule."))

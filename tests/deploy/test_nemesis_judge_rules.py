@@ -10,8 +10,8 @@ from typing import Callable
 import pytest
 
 from deploy.nemesis.judge import Series, Verdict, judge, report
-from deploy.nemesis.model import (CAUSE_GRACE_S, JOB_RESTART_WITHIN_S, STATUS_GRACE_S, UNREACHABLE_AFTER_S, BOUND_S,
-                                  Done, Model)
+from deploy.nemesis.model import (CAUSE_GRACE_S, JOB_BACK_WITHIN_S, JOB_RESTART_WITHIN_S, STATUS_GRACE_S,
+                                  UNREACHABLE_AFTER_S, BOUND_S, Done, Model)
 from deploy.nemesis.runner import rule_seconds
 from deploy.nemesis.schedule import Planned
 
@@ -47,11 +47,12 @@ class Run:
     causes: dict = field(default_factory=dict)
     quorum: list = field(default_factory=list)
     restarts: list = field(default_factory=list)
+    batches: list = field(default_factory=list)
 
     def judged(self) -> Verdict:
         model = Model(self.faults, {CLUSTER: {1, 2, 3}}, {CLUSTER: {4}})
         return judge(model, Series(self.alerts, self.status, self.causes, {CLUSTER: sorted(self.quorum)},
-                                   self.restarts), FOR, END)
+                                   self.restarts, self.batches), FOR, END)
 
 
 def frozen_follower() -> Run:
@@ -68,6 +69,21 @@ def lost_majority() -> Run:
     return Run([fault(0, "kill", [1, 2], ["leader", "follower"], 1000, 1060, target="majority")],
                alerts=[alert("QuorumLeaderless", 1020, 1100)],
                quorum=seconds(1003, 1065, "leaderless") + seconds(1066, 1100, "degraded"))
+
+
+def job_batches(killed: int, back: int) -> list:
+    """quorum_monitor_last_batch_timestamp_seconds as Prometheus holds it around a job killed at
+    `killed`: the dead job's last batch until the new one's first, `back` seconds after the kill."""
+    return [(float(t), float(killed - 1)) for t in range(killed - 30, killed + back)] + \
+        [(float(t), float(t)) for t in range(killed + back, killed + back + 30)]
+
+
+def killed_job(restarted_after: int = 2, back_after: int = 12) -> Run:
+    """The frozen follower's run, and the job killed at 1100: its restart counted and its first
+    verdict after the restart in Prometheus after the given seconds."""
+    return changed(frozen_follower(), faults=frozen_follower().faults + [monitor(1, "job-kill", 1100)],
+                   restarts=[(1100.0, 0.0), (1100.0 + restarted_after, 1.0)],
+                   batches=job_batches(1100, back_after))
 
 
 def changed(run: Run, **what) -> Run:
@@ -98,12 +114,14 @@ CASES: list[tuple[str, Callable[[], Run], str | None, str]] = [
     ("a fault shown just within its bound",
      lambda: changed(frozen_follower(), status={(CLUSTER, 2): seconds(1017, 1061, "unreachable")}), None, ""),
     ("a killed job restarted after its bound",
-     lambda: changed(frozen_follower(), faults=frozen_follower().faults + [monitor(1, "job-kill", 1100)],
-                     restarts=[(1100.0, 0.0), (1108.0, 1.0)]),
-     "undetected", "#1 job-kill monitor [] for 0 s: shown only after 8.0 s"),
-    ("a killed job restarted within its bound",
-     lambda: changed(frozen_follower(), faults=frozen_follower().faults + [monitor(1, "job-kill", 1100)],
-                     restarts=[(1100.0, 0.0), (1102.0, 1.0)]), None, ""),
+     lambda: killed_job(restarted_after=8), "undetected", "#1 job-kill monitor [] for 0 s: shown only after 8.0 s"),
+    ("a killed job restarted and back with a verdict within their bounds", killed_job, None, ""),
+    ("a killed job back with a verdict after its bound",
+     lambda: killed_job(back_after=21), "undetected", "#1 job-kill monitor []: back with a verdict only after 21.0 s"),
+    ("a killed job back with a verdict just within its bound", lambda: killed_job(back_after=20), None, ""),
+    ("a killed job restarted that never completes a batch",
+     lambda: changed(killed_job(), batches=[(float(t), 1099.0) for t in range(1070, END)]),
+     "undetected", "#1 job-kill monitor []: no verdict after its restart"),
     ("a follower frozen and then the leader: the quorum's status is the verdict on both",
      lambda: Run([fault(0, "freeze", [3], ["follower"], 1000, 1040), fault(1, "freeze", [1], ["leader"], 1004, 1060,
                                                                          target="leader")],
@@ -114,7 +132,8 @@ CASES: list[tuple[str, Callable[[], Run], str | None, str]] = [
      lambda: Run([fault(0, "freeze", [2], ["follower"], 1000, 1012)]), None, "less than its detection bound of 17 s"),
     ("a fault while the monitor is out needs no verdict in time",
      lambda: Run([monitor(0, "job-kill", 995), fault(1, "freeze", [2], ["follower"], 1000, 1060)],
-                 restarts=[(995.0, 0.0), (997.0, 1.0)]), None, "the monitor was out: #0 job-kill 5 s before it began"),
+                 restarts=[(995.0, 0.0), (997.0, 1.0)], batches=job_batches(995, 12)), None,
+     "the monitor was out: #0 job-kill 5 s before it began"),
     ("a skewed clock has nothing to detect",
      lambda: Run([fault(0, "skew", [2], ["follower"], 1000, 1060)]), None, "nothing to detect"),
     ("a wrong cause held beyond its grace",
@@ -175,4 +194,10 @@ def test_the_last_line_counts_each_failure_and_the_seconds_beyond_grace():
 
 def test_the_bounds_are_the_ones_the_docs_state():
     """docs/reliability.md states these figures; a change to one changes the docs."""
-    assert (UNREACHABLE_AFTER_S + BOUND_S, JOB_RESTART_WITHIN_S, CAUSE_GRACE_S, STATUS_GRACE_S) == (17, 5, 5, 8)
+    assert (UNREACHABLE_AFTER_S + BOUND_S, JOB_RESTART_WITHIN_S, JOB_BACK_WITHIN_S, CAUSE_GRACE_S,
+            STATUS_GRACE_S) == (17, 5, 20, 5, 8)
+
+
+def test_the_report_prints_each_killed_jobs_time_back():
+    lines = report(killed_job(back_after=13).judged(), 2026, 4)
+    assert "job back: #1 job-kill monitor []: first verdict after 13.0 s (bound 20 s)" in lines, lines

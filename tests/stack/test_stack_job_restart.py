@@ -3,7 +3,8 @@ batch's offsets and its commit in the checkpoint), restarted by `deploy/run-loca
 from its checkpoint. Checked: the restart is counted; no health event is lost and none is
 repeated once a consumer drops what it has seen by (quorum, seq); the Prometheus series go on
 without a gap; no alert fires on the healthy quorum; a transition decided across a kill is
-published once."""
+published once; a voter out across the kill is shown out by the replacement within the
+nemesis' detection bound."""
 from __future__ import annotations
 
 import os
@@ -114,3 +115,42 @@ def test_job_killed_mid_batch_is_restarted_and_nothing_is_lost_repeated_or_paged
     print(f"{len(events)} health events during the test, {replays} replays dropped by (quorum, seq); "
           f"seq {seqs[0]}..{seqs[-1]} without a gap")
     assert not firing(state, "QuorumMonitorSilent")
+
+
+SHOWN_WITHIN_S = 17  # the nemesis' detection bound: the unreachable threshold (2 s) + 15 s
+STILL_SHOWN_S = 10   # watched this long after, the follower still frozen
+
+
+def test_a_voter_still_out_across_a_restart_is_shown_out_once_the_job_is_back(stack):
+    """A follower frozen before the kill and still frozen once the replacement is back: the
+    replacement, from its checkpoint's state and the records since, shows it unreachable within
+    the nemesis' detection bound of its first push, and keeps showing it while it is out."""
+    run_dir, state = stack
+    await_healthy(state, 180)
+    restarts = state_of(run_dir).get("job_restarts", 0) + 1
+    leader = await_value("a leader", lambda: leader_of(state), 60)
+    follower = next(int(n) for n, spec in state["nodes"].items() if spec["voter"] and int(n) != leader)
+    unreachable = f'quorum_replica_status{{cluster="{CLUSTER}",replica="{follower}",status="unreachable"}} == 1'
+    chaos(run_dir, "freeze", str(follower))
+    try:
+        await_value("the follower unreachable", lambda: promql(state, unreachable), 60, 0.2)
+        killed = time.time()
+        os.kill(state_of(run_dir)["pids"]["streaming-job"], signal.SIGKILL)
+        await_value("the restart counted", lambda: promql(state, f"quorum_monitor_job_restarts_total >= {restarts}"),
+                    RESTART_TIMEOUT_S, 0.2)
+        pushed = f"quorum_monitor_last_batch_timestamp_seconds > {killed}"
+        back = await_value("the replacement's first push", lambda: promql(state, pushed) and time.time(),
+                           RESTART_TIMEOUT_S, 0.2)
+        # the Pushgateway's group is replaced by each push: from here on its verdicts are the replacement's
+        shown = await_value("the frozen follower unreachable in the replacement's verdicts",
+                            lambda: promql(state, unreachable) and time.time(), SHOWN_WITHIN_S + 30, 0.2)
+        print(f"job killed with follower {follower} frozen: back after {back - killed:.1f} s, "
+              f"the follower shown unreachable {shown - back:.1f} s after that")
+        assert shown - back <= SHOWN_WITHIN_S
+        end = time.time() + STILL_SHOWN_S
+        while time.time() < end:
+            assert promql(state, unreachable), f"follower {follower} no longer shown unreachable while frozen"
+            time.sleep(1)  # one look a second, as Prometheus scrapes
+    finally:
+        chaos(run_dir, "heal")
+    await_healthy(state, 180)

@@ -16,7 +16,7 @@ from confluent_kafka import Producer
 
 from prometheus_tools import wait_for
 from quorum.synthetic import SyntheticConfig, publish
-from streaming.job_logging import batch_line
+from streaming.job_logging import batch_line, batch_time_line
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -33,6 +33,14 @@ def test_batch_line_names_the_unhealthy_quorums():
         "batch 7: 12 records, 3 dead letters, 3 quorums, 2 unhealthy (b degraded, c leaderless), 830 ms"
     assert batch_line({"batchId": 0}, None, [{"cluster_id": "a", "status": "healthy"}]) == \
         "batch 0: 0 records, 0 dead letters, 1 quorum, 0 unhealthy, 0 ms"
+
+
+def test_a_slow_batch_line_says_where_its_time_went_largest_first():
+    progress = {"batchId": 53, "durationMs": {"triggerExecution": 9069, "walCommit": 310, "addBatch": 6120,
+                                              "queryPlanning": 1450, "latestOffset": 890}}
+    assert batch_time_line(progress) == \
+        "batch 53 took 9069 ms: addBatch 6120, queryPlanning 1450, latestOffset 890, walCommit 310"
+    assert batch_time_line({"batchId": 1}) == "batch 1 took 0 ms: no parts reported"
 
 
 def test_streaming_run_logs_one_line_per_batch_and_no_noise(broker, topic_factory, tmp_path):
