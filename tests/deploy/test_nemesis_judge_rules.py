@@ -10,8 +10,8 @@ from typing import Callable
 import pytest
 
 from deploy.nemesis.judge import Series, Verdict, judge, report
-from deploy.nemesis.model import (CAUSE_GRACE_S, JOB_BACK_WITHIN_S, JOB_RESTART_WITHIN_S, STATUS_GRACE_S,
-                                  UNREACHABLE_AFTER_S, BOUND_S, Done, Model)
+from deploy.nemesis.model import (CAUSE_GRACE_S, JOB_BACK_WITHIN_S, JOB_CATCH_UP_S, JOB_RESTART_WITHIN_S,
+                                  STATUS_GRACE_S, UNREACHABLE_AFTER_S, BOUND_S, EVENTS_CATCH_UP_S, Done, Model)
 from deploy.nemesis.runner import rule_seconds
 from deploy.nemesis.schedule import Planned
 
@@ -86,6 +86,17 @@ def killed_job(restarted_after: int = 2, back_after: int = 12) -> Run:
                    batches=job_batches(1100, back_after))
 
 
+def during_outage(start: int, healed: int, shown_from: int | None) -> Run:
+    """The job killed at 995 and back 12 s later (out until 995 + JOB_BACK_WITHIN_S +
+    JOB_CATCH_UP_S = 1025), follower 2 frozen from start to healed, shown `unreachable` from
+    shown_from and paged 15 s in."""
+    shown = {} if shown_from is None else {(CLUSTER, 2): seconds(shown_from, healed + 1, "unreachable")}
+    return Run([monitor(0, "job-kill", 995), fault(1, "freeze", [2], ["follower"], start, healed)],
+               alerts=[alert("QuorumVoterUnreachable", start + 15, healed + 20, replica="2")],
+               status=shown, causes={k: [(t, "down") for t, _ in v] for k, v in shown.items()},
+               restarts=[(995.0, 0.0), (997.0, 1.0)], batches=job_batches(995, 12))
+
+
 def changed(run: Run, **what) -> Run:
     for name, value in what.items():
         setattr(run, name, value)
@@ -130,10 +141,19 @@ CASES: list[tuple[str, Callable[[], Run], str | None, str]] = [
                  quorum=seconds(1002, 1007, "degraded") + seconds(1008, 1045, "leaderless")), None, ""),
     ("a fault shorter than its detection bound needs no verdict",
      lambda: Run([fault(0, "freeze", [2], ["follower"], 1000, 1012)]), None, "less than its detection bound of 17 s"),
-    ("a fault while the monitor is out needs no verdict in time",
-     lambda: Run([monitor(0, "job-kill", 995), fault(1, "freeze", [2], ["follower"], 1000, 1060)],
-                 restarts=[(995.0, 0.0), (997.0, 1.0)], batches=job_batches(995, 12)), None,
-     "the monitor was out: #0 job-kill 5 s before it began"),
+    ("a fault over within its bound of the monitor's outage needs no verdict",
+     lambda: during_outage(1000, 1041, shown_from=None), None,
+     "the monitor was out: #0 job-kill 5 s before it began (out until 30 s after it began)"),
+    ("a fault still out its bound past the monitor's outage needs a verdict within its bound of it",
+     lambda: during_outage(1000, 1060, shown_from=None), "undetected",
+     "#1 freeze local-quorum [2] for 60 s: no verdict showed it (bound 42 s)"),
+    ("a fault from the monitor's outage shown within its bound of the outage's end",
+     lambda: during_outage(1000, 1060, shown_from=1025 + 17), None, ""),
+    ("a fault right after the monitor's outage needs a verdict in time",
+     lambda: during_outage(1026, 1086, shown_from=1026 + 18), "undetected",
+     "#1 freeze local-quorum [2] for 60 s: shown only after 18.0 s (bound 17 s)"),
+    ("a fault right after the monitor's outage shown in time",
+     lambda: during_outage(1026, 1086, shown_from=1026 + 17), None, ""),
     ("a skewed clock has nothing to detect",
      lambda: Run([fault(0, "skew", [2], ["follower"], 1000, 1060)]), None, "nothing to detect"),
     ("a wrong cause held beyond its grace",
@@ -194,8 +214,8 @@ def test_the_last_line_counts_each_failure_and_the_seconds_beyond_grace():
 
 def test_the_bounds_are_the_ones_the_docs_state():
     """docs/reliability.md states these figures; a change to one changes the docs."""
-    assert (UNREACHABLE_AFTER_S + BOUND_S, JOB_RESTART_WITHIN_S, JOB_BACK_WITHIN_S, CAUSE_GRACE_S,
-            STATUS_GRACE_S) == (17, 5, 20, 5, 8)
+    assert (UNREACHABLE_AFTER_S + BOUND_S, JOB_RESTART_WITHIN_S, JOB_BACK_WITHIN_S, JOB_CATCH_UP_S,
+            EVENTS_CATCH_UP_S, CAUSE_GRACE_S, STATUS_GRACE_S) == (17, 5, 20, 10, 60, 5, 8)
 
 
 def test_the_report_prints_each_killed_jobs_time_back():

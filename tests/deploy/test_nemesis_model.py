@@ -108,7 +108,7 @@ def test_an_election_after_a_leader_fault_is_no_wrong_status_and_a_monitor_fault
     restart = Done(Planned(1, "events-restart", "events", 0, 0), None, (), (), 2000, 2015)
     assert model(restart).monitor_disturbed(2070, 2080) and not model(restart).monitor_disturbed(2080, 2090)
     job = Done(Planned(2, "job-kill", "job", 0, 0), None, (), (), 2000, 2000)
-    assert model(job).monitor_disturbed(2230, 2240) and not model(job).monitor_disturbed(2245, 2250)
+    assert model(job).monitor_disturbed(2025, 2030) and not model(job).monitor_disturbed(2031, 2040)
 
 
 def test_a_leader_out_with_no_successor_possible_is_detected_by_the_quorums_status_and_a_follower_is_not():
