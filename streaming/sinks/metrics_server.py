@@ -1,6 +1,7 @@
 """The /metrics server of an exporter with a web config (web_config.py): HTTPS when the file has
 `tls_server_config`, basic auth when it has `basic_auth_users` (401 with `WWW-Authenticate`
-otherwise); prometheus_client's own handler renders the registry.
+otherwise); prometheus_client's own handler renders the registry, or, given the health
+collector, the collector's kept text answers as the library would (exposition_http.py).
 
 TLS is negotiated on each request's own thread, not on the thread that accepts connections: a
 client that connects and never finishes its handshake holds one thread for at most
@@ -14,11 +15,14 @@ import socketserver
 import ssl
 import threading
 from http.server import ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
 
 from prometheus_client.exposition import MetricsHandler
 from prometheus_client.registry import Collector
 
 from .basic_auth import BasicAuthUsers
+from .exposition_http import bake
+from .prometheus_metrics import HealthCollector
 from .web_config import WebConfig
 
 log = logging.getLogger(__name__)
@@ -29,6 +33,7 @@ CHALLENGE = 'Basic realm="quorum-health", charset="UTF-8"'
 
 class _AuthenticatingHandler(MetricsHandler):
     users: BasicAuthUsers | None = None
+    collector: HealthCollector | None = None
     timeout = REQUEST_TIMEOUT_S  # a connection that sends nothing is closed
 
     def do_GET(self) -> None:
@@ -41,7 +46,17 @@ class _AuthenticatingHandler(MetricsHandler):
             self.end_headers()
             self.wfile.write(body)
             return
-        super().do_GET()
+        if self.collector is None:
+            super().do_GET()
+            return
+        # MetricsHandler.do_GET, with the body from the collector's kept text
+        status, headers, output = bake(self.registry, self.collector, self.headers.get("Accept"),
+                                       self.headers.get("Accept-Encoding"), parse_qs(urlparse(self.path).query))
+        self.send_response(int(status.split(" ")[0]))
+        for header in headers:
+            self.send_header(*header)
+        self.end_headers()
+        self.wfile.write(output)
 
 
 class _MetricsServer(ThreadingHTTPServer):
@@ -67,14 +82,15 @@ class _MetricsServer(ThreadingHTTPServer):
         log.debug("/metrics request from %s failed", client_address[0], exc_info=True)
 
 
-def start_metrics_server(host: str, port: int, registry: Collector, web_config: WebConfig
-                         ) -> tuple[ThreadingHTTPServer, threading.Thread]:
+def start_metrics_server(host: str, port: int, registry: Collector, web_config: WebConfig,
+                         collector: HealthCollector | None = None) -> tuple[ThreadingHTTPServer, threading.Thread]:
     """Serve `registry` on host:port (port 0: any free one) as `web_config` says, until the
-    server's `shutdown()`."""
+    server's `shutdown()`; with `collector` (the registry's one collector), from its kept text."""
     family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
     server_class = type("MetricsServer", (_MetricsServer,), {"address_family": family, "tls": web_config.tls})
     users = BasicAuthUsers(web_config.users) if web_config.users else None
-    handler = type("MetricsHandler", (_AuthenticatingHandler,), {"registry": registry, "users": users})
+    handler = type("MetricsHandler", (_AuthenticatingHandler,), {"registry": registry, "users": users,
+                                                                  "collector": collector})
     server = server_class((host, port), handler)
     thread = threading.Thread(target=server.serve_forever, name="metrics-server", daemon=True)
     thread.start()

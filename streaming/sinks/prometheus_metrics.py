@@ -11,10 +11,13 @@ import math
 from typing import Any, Callable, Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.exposition import generate_latest
+from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 from prometheus_client.registry import Collector
 
 from streaming.health.statuses import CAUSES, QUORUM_STATUSES, REPLICA_STATUSES
 
+from .exposition_cache import FamilyList, HealthExposition
 from .monitor import MonitorMetrics
 from .snapshot import HealthSnapshot, QuorumView
 
@@ -167,13 +170,29 @@ def monitor_families(monitor: MonitorMetrics, extra_labels: dict[str, str] | Non
 
 
 class HealthCollector(Collector):
-    """Everything the job exports, for a registry served by the driver (exporter mode) or pushed."""
+    """Everything the job exports, for a registry served by the driver (exporter mode) or pushed.
+
+    `exposition` is the same text as the library renders from `collect`, with the health
+    families' lines kept between renders (exposition_cache.py): what a scrape serves."""
 
     def __init__(self, snapshot: HealthSnapshot, monitor: MonitorMetrics | None, cluster: str | None = None,
                  monitor_labels: dict[str, str] | None = None):
         self.snapshot, self.monitor, self.cluster, self.monitor_labels = snapshot, monitor, cluster, monitor_labels
+        self._health = HealthExposition()
 
     def collect(self) -> Iterator[Metric]:
         yield from health_families(self.snapshot.views(self.cluster))
-        if self.monitor is not None:
-            yield from monitor_families(self.monitor, self.monitor_labels)
+        yield from self._monitor_families()
+
+    def _monitor_families(self) -> list[Metric]:
+        return monitor_families(self.monitor, self.monitor_labels) if self.monitor is not None else []
+
+    def exposition(self, openmetrics: bool = False) -> bytes:
+        """The text format's body (OpenMetrics' with `openmetrics`), as `generate_latest` of a
+        registry holding this collector gives it; the job's own few series are rendered by the
+        library each time (they move with every batch), after the health families."""
+        health = self._health.render(self.snapshot.views(self.cluster), openmetrics)
+        own = FamilyList(self._monitor_families())
+        tail = generate_openmetrics(own) if openmetrics else generate_latest(own)
+        return health + tail
+
