@@ -25,6 +25,7 @@ from prometheus_client.utils import floatToGoString
 
 from streaming.health.statuses import CAUSES, QUORUM_STATUSES, REPLICA_STATUSES
 
+from .health_families import QUORUM_COUNTERS, QUORUM_GAUGES, REPLICA_COUNTERS, REPLICA_GAUGES, health_families
 from .snapshot import QuorumView
 
 
@@ -49,7 +50,6 @@ class FamilyList:
 
 def _headers(openmetrics: bool) -> list[str]:
     """Each health family's HELP and TYPE lines, as the library renders a family with no sample."""
-    from .prometheus_metrics import health_families
     if openmetrics:
         return [generate_openmetrics(FamilyList([f])).decode().removesuffix("# EOF\n") for f in health_families([])]
     return [generate_latest(FamilyList([f])).decode() for f in health_families([])]
@@ -71,7 +71,6 @@ class HealthExposition:
     (without its `# EOF`). Safe to call from concurrent scrapes."""
 
     def __init__(self) -> None:
-        from .prometheus_metrics import QUORUM_COUNTERS, QUORUM_GAUGES, REPLICA_COUNTERS, REPLICA_GAUGES
         self.quorum_gauges, self.quorum_counters = QUORUM_GAUGES, QUORUM_COUNTERS
         self.replica_gauges, self.replica_counters = REPLICA_GAUGES, REPLICA_COUNTERS
         self.headers = {False: _headers(False), True: _headers(True)}
