@@ -32,6 +32,7 @@ checkpoint keeps its flavour, which `streaming.state_layout` records with the nu
 """
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any, Iterator
 
@@ -80,9 +81,16 @@ def bucket_column(buckets: int):
     return F.pmod(F.xxhash64(*KEY_COLUMNS), F.lit(buckets)).alias(BUCKET_COLUMN)
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _name(cluster_id: str, topic: str, partition: int) -> str:
+    return json.dumps([cluster_id, topic, partition])
+
+
 def quorum_name(key: tuple) -> str:
-    """A quorum's entry in its bucket's value (JSON: no cluster id or topic can be ambiguous)."""
-    return json.dumps([key[0], key[1], int(key[2])])
+    """A quorum's entry in its bucket's value (JSON: no cluster id or topic can be ambiguous).
+    Kept for the worker's life: each quorum's is asked for three times a batch, and `json.dumps`
+    cost 10 us each."""
+    return _name(key[0], key[1], int(key[2]))
 
 
 def _quorum_of(st: QuorumState) -> tuple:
