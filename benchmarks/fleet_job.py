@@ -157,6 +157,13 @@ class FleetBench(Bench):
     def prometheus_sink(self) -> dict:
         return {"mode": "exporter", "exporter_host": "127.0.0.1", "exporter_port": 0}
 
+    def job_config(self, topic: str):
+        """The job's config, with quorum rows as docs/deployment.md sets them for a fleet."""
+        import dataclasses
+        cfg = super().job_config(topic)
+        health = dataclasses.replace(cfg.health, quorum_row_refresh_ms=self.args.quorum_row_refresh_ms)
+        return dataclasses.replace(cfg, health=health)
+
     def run(self, quorums: int) -> FleetRun:
         from streaming.config import JobConfig
         from streaming.job_logging import spark_conf
@@ -265,6 +272,8 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=60, help="measured time per run")
     ap.add_argument("--scrape-every", type=float, default=10, help="seconds between timed exporter renders")
     ap.add_argument("--spark-conf", nargs="*", default=[], metavar="KEY=VALUE", help="extra Spark settings")
+    ap.add_argument("--quorum-row-refresh-ms", type=int, default=10_000,
+                    help="health.quorum_row_refresh_ms: a steady quorum's row at most this often (0: every batch)")
     ap.add_argument("--quick", action="store_true", help="20 and 100 quorums, 20 s warm-up, 20 s runs")
     args = ap.parse_args()
     if args.quick:

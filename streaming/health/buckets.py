@@ -12,6 +12,11 @@ evaluated when that timer fires, or with its bucket's input when it sent nothing
 instant its own timer would have fired; a quorum that sends in every batch is evaluated once per
 batch, with its input. The rows are those of one quorum per key (test_health_buckets.py).
 
+Quorum rows (`news`): with `health.quorum_row_refresh_ms`, a quorum row that shows nothing new is
+left out until the refresh falls due, and the bucket's value keeps what each quorum's last row
+showed (`shown`; a value saved before has none, and its quorums' next rows all come). Its events
+and replica rows are never left out, and a batch with input brings one quorum row of its bucket.
+
 The number of buckets is fixed for the life of a checkpoint (a quorum must always hash to the
 bucket that holds its state): `streaming.state_layout` chooses it for a new checkpoint and reads
 it back on a restart.
@@ -27,14 +32,17 @@ checkpoint keeps its flavour, which `streaming.state_layout` records with the nu
 """
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any, Iterator
 
 from pyspark.sql.streaming import StatefulProcessorHandle
 
 from . import codec
+from .config import HealthConfig
 from .processor import (STATE_SCHEMA, QuorumHealthPandasProcessor, QuorumHealthRowProcessor, _QuorumHealthLogic,
                         dead_letter_rows, freeze_worker_heap, is_dead_letter_key, records_by_quorum)
+from .rows import quorum_signature
 from .schema import KEY_COLUMNS, RECORD_JSON
 from .state import QuorumState, decode, new_state
 
@@ -51,15 +59,38 @@ BUCKET_STATE = "bucket"
 BUCKETED_HEALTH_API = "pandas"
 
 
+def news(rows: list[dict[str, Any]], shown: list | None, proc_ms: int, cfg: HealthConfig,
+         keep: bool = False) -> tuple[list[dict[str, Any]], list | None]:
+    """An evaluation's rows worth emitting, and what the quorum's rows show now: all of them, but
+    a quorum row alone that shows what the quorum's last one showed (`shown`: its
+    `rows.quorum_signature` and the batch time it came in), within `quorum_row_refresh_ms` of it.
+    A steady quorum then costs the driver and the outputs a row per refresh, not per batch; any
+    transition, window or replica row comes with its quorum's row, as the driver needs it."""
+    if cfg.quorum_row_refresh_ms <= 0 or not rows or rows[-1]["kind"] != "quorum":
+        return rows, shown
+    signature = quorum_signature(rows[-1], cfg.hw_stall_after_ms)
+    if (len(rows) == 1 and not keep and shown is not None and signature == shown[0]
+            and proc_ms - shown[1] < cfg.quorum_row_refresh_ms):
+        return [], shown
+    return rows, [signature, proc_ms]
+
+
 def bucket_column(buckets: int):
     """The bucket of each input row's quorum, 0 .. buckets - 1."""
     from pyspark.sql import functions as F
     return F.pmod(F.xxhash64(*KEY_COLUMNS), F.lit(buckets)).alias(BUCKET_COLUMN)
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _name(cluster_id: str, topic: str, partition: int) -> str:
+    return json.dumps([cluster_id, topic, partition])
+
+
 def quorum_name(key: tuple) -> str:
-    """A quorum's entry in its bucket's value (JSON: no cluster id or topic can be ambiguous)."""
-    return json.dumps([key[0], key[1], int(key[2])])
+    """A quorum's entry in its bucket's value (JSON: no cluster id or topic can be ambiguous).
+    Kept for the worker's life: each quorum's is asked for three times a batch, and `json.dumps`
+    cost 10 us each."""
+    return _name(key[0], key[1], int(key[2]))
 
 
 def _quorum_of(st: QuorumState) -> tuple:
@@ -74,12 +105,14 @@ class _BucketLogic(_QuorumHealthLogic):
         self.handle = handle
         self.bucket = handle.getValueState(BUCKET_STATE, STATE_SCHEMA)
         self.quorums: dict[str, QuorumState] = {}
+        self.shown: dict[str, list] = {}  # each quorum's last emitted quorum row (`news`)
         self.timer_ms = -1
 
     def open_bucket(self) -> None:
         stored = self.bucket.get()
         value = codec.loads(stored[0]) if stored is not None else {"timer_ms": -1, "quorums": {}}
         self.quorums = {name: decode(st, self.state_version) for name, st in value["quorums"].items()}
+        self.shown = value.get("shown") or {}  # a bucket saved before quorum rows were filtered has none
         self.timer_ms = value["timer_ms"]
 
     def close_bucket(self, proc_ms: int, fired: bool) -> None:
@@ -97,15 +130,36 @@ class _BucketLogic(_QuorumHealthLogic):
             if pending >= 0:
                 self.handle.deleteTimer(pending)
             self.handle.registerTimer(self.timer_ms)
-        self.bucket.update((codec.dumps({"timer_ms": self.timer_ms, "quorums": self.quorums}),))
+        value = {"timer_ms": self.timer_ms, "quorums": self.quorums}
+        if self.shown:
+            value["shown"] = {name: self.shown[name] for name in self.quorums if name in self.shown}
+        self.bucket.update((codec.dumps(value),))
 
     def due(self, proc_ms: int, evaluated: set[str]) -> list[dict[str, Any]]:
         """Rows of the bucket's quorums due by `proc_ms`, but those in `evaluated`."""
         rows: list[dict[str, Any]] = []
         for name, st in list(self.quorums.items()):
             if name not in evaluated and 0 <= st.timer_ms <= proc_ms:
-                rows += self.on_timer(_quorum_of(st), proc_ms)
+                rows += self._news(name, self.on_timer(_quorum_of(st), proc_ms), proc_ms)
         return rows
+
+    def _news(self, name: str, rows: list[dict[str, Any]], proc_ms: int, keep: bool = False) -> list[dict[str, Any]]:
+        out, shown = news(rows, self.shown.get(name), proc_ms, self.cfg, keep)
+        if shown is not None:
+            self.shown[name] = shown
+        return out
+
+    def close_inputs(self, trackers: list[Any], proc_ms: int) -> list[dict[str, Any]]:
+        """Each quorum with input evaluated (`close_input`), with the rows worth emitting
+        (`news`). One quorum row is emitted whatever it shows, the one shown the longest ago: the
+        driver learns from it that input came in this batch (snapshot.py judges a silent quorum
+        against the latest such batch), and the bucket's quorums take turns refreshing."""
+        out: list[dict[str, Any]] = []
+        names = [quorum_name(_quorum_of(t.s)) for t in trackers]
+        keep = min(names, key=lambda name: self.shown.get(name, (None, -1))[1], default=None)
+        for name, tracker in zip(names, trackers):
+            out += self._news(name, self.close_input(tracker, proc_ms), proc_ms, keep=name == keep)
+        return out
 
     def _load(self, key: tuple) -> QuorumState:
         return self.quorums.get(quorum_name(key)) or new_state(key[0], key[1], int(key[2]))
@@ -145,9 +199,7 @@ class BucketedHealthProcessor(QuorumHealthRowProcessor):
                     if quorum not in trackers:
                         trackers[quorum] = logic.open_input(quorum)
                     trackers[quorum].apply_all(records)
-        out: list[dict[str, Any]] = []
-        for tracker in trackers.values():
-            out += logic.close_input(tracker, proc_ms)
+        out = logic.close_inputs(list(trackers.values()), proc_ms)
         out += logic.due(proc_ms, {quorum_name(q) for q in trackers})
         for quorum, its_rejects in rejects.items():
             out += dead_letter_rows(quorum, its_rejects)

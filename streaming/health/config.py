@@ -96,6 +96,8 @@ class HealthConfig:
     quorum_forget_ms: int = 3_600_000         # a quorum silent this long (processing time) is forgotten
     tick_ms: int = 1000                       # processing-time timer period: statuses re-evaluated at least this often
     input_stall_after_ms: int | None = None   # no input record at all this long: input stalled; fetch timeout
+    # --- outputs ---
+    quorum_row_refresh_ms: int = 0            # a quorum row that shows nothing new, at most this often; 0: every evaluation
 
     def __post_init__(self) -> None:
         derived = {
@@ -116,7 +118,7 @@ class HealthConfig:
                 object.__setattr__(self, name, value)
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            minimum = 0 if f.name == "recovery_hold_ms" else 1
+            minimum = 0 if f.name in ("recovery_hold_ms", "quorum_row_refresh_ms") else 1
             if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
                 raise ConfigError(f"{f.name}: must be an integer >= {minimum} (got {value!r})")
 

@@ -80,3 +80,18 @@ def shows_change(previous: list | None, row: dict[str, Any]) -> bool:
     if (before is None) != (after is None):
         return True
     return before is not None and abs(after - before) > max(1, before // 10)
+
+
+# What a quorum row shows that moves while nothing happens to the quorum: its clock and batch,
+# and its log's offsets (they advance with every append). The rest changes only with news.
+_QUORUM_ROW_CLOCKWORK = frozenset({"now_ms", "seq", "proc_ms", "last_input_proc_ms", "high_watermark",
+                                   "leader_log_end_offset", "hw_age_ms"})
+
+
+def quorum_signature(row: dict[str, Any], hw_stall_after_ms: int) -> list:
+    """What a quorum row shows but its clockwork: its statuses, counts, leaders and voters, and
+    its high watermark's age only once that is past `hw_stall_after_ms` (then in seconds), as the
+    alert on it reads it."""
+    age = row["hw_age_ms"]
+    shown_age = None if age is None else -1 if age < hw_stall_after_ms else age // 1000
+    return [shown_age, *(v for k, v in sorted(row.items()) if k not in _QUORUM_ROW_CLOCKWORK)]

@@ -18,7 +18,7 @@ CLUSTERS = ("c1", "c2", "c3")
 STEP_MS = 500
 
 
-def play(seed: int, api: str) -> list[dict[str, Any]]:
+def play(seed: int, api: str, cfg: HealthConfig = HealthConfig(quorum_forget_ms=8_000)) -> list[dict[str, Any]]:
     """Three quorums, 80 micro-batches STEP_MS apart: c2 loses a voter for a while, c3 goes
     silent long enough to be forgotten and comes back, and for a stretch none of them sends."""
     rng = random.Random(seed)
@@ -27,7 +27,7 @@ def play(seed: int, api: str) -> list[dict[str, Any]]:
     c3_from = rng.randrange(10, 25)
     c3_silent = range(c3_from, c3_from + rng.randrange(20, 30))  # 10 s or more: past the forget horizon
     all_silent = range(rng.randrange(55, 60), rng.randrange(62, 72))
-    h = Harness(api, HealthConfig(quorum_forget_ms=8_000))
+    h = Harness(api, cfg)
     rows: list[dict[str, Any]] = []
     for step in range(80):
         scripts[("c2", TOPIC, PARTITION)].mode[3] = "silent" if c2_cut <= step < c2_cut + 12 else "follow"
