@@ -15,7 +15,7 @@ the driver thread's CPU and allocation per replan for:
 
 Each figure is the median of `--repeats` replans after `--warmup` (the JIT compiles Spark's
 planner for a while), with its ratio to the scan. The processor's stage, the state store and
-the sinks are not in it: `streaming_throughput.py --idle-only` measures the whole idle job.
+the sinks are not in it: `idle_cost.py` measures the whole idle job.
 
     .venv/bin/python benchmarks/batch_planning.py
 """

@@ -16,7 +16,7 @@ into Spark's `noop` sink on `local[1]`, and prints the CPU per record of the tas
 
 Each figure is the median of `--repeats` runs after `--warmup` (the JIT compiles the stage's
 code meanwhile), with its ratio to the scan. Kafka itself is not in it (the records are read
-from memory): `streaming_throughput.py --ceiling` measures the connector with it.
+from memory): `input_ceiling.py` measures the connector with it.
 
     .venv/bin/python benchmarks/decode_cost.py
 """

@@ -45,7 +45,7 @@ from fleet_readings import percentile
 from goals import MB, Goal
 from paced_load import LoadResult
 from process_usage import PeakMemory, TreeCpu, cpu_seconds, task_cpu_seconds
-from streaming_throughput import DEFAULT_TRIGGER_MS, Batch, Bench, stop_after_input
+from streaming_bench import DEFAULT_TRIGGER_MS, Batch, Bench, stop_after_input
 
 CHANGELOG_SUFFIXES = (".changelog", ".delta")  # RocksDB's changelog checkpointing; the HDFS store's deltas
 
@@ -152,7 +152,7 @@ def scrape(collector) -> tuple[float, float, int]:
 
 
 class FleetBench(Bench):
-    """The throughput benchmark's job, with Prometheus served by the driver (port chosen free)."""
+    """`job_throughput.py`'s job, with Prometheus served by the driver (port chosen free)."""
 
     def prometheus_sink(self) -> dict:
         return {"mode": "exporter", "exporter_host": "127.0.0.1", "exporter_port": 0}

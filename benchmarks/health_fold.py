@@ -14,7 +14,7 @@ reduced path, how much of its time the unpacking, the reduction and the fold tak
 prints what the quorum's state costs to write to and read back from the state store's JSON
 (`codec.dumps`, then `state.decode`), once a quorum a batch as the processor does. The rest of
 the job's fixed cost per micro-batch (the state store's calls, the Python workers, the trigger)
-is not in it: `streaming_throughput.py` measures the whole job.
+is not in it: `job_throughput.py` measures the whole job.
 
     .venv/bin/python benchmarks/health_fold.py                    # about 500 events/s a quorum
     .venv/bin/python benchmarks/health_fold.py --append-ms 100    # about 50

@@ -38,7 +38,7 @@ HOTSPOT_HUGE_METHOD_LIMIT = 8000
 # (577 MB with 266 in use), keeps ~60 MB of its own bookkeeping, and starts from an initial heap
 # of 1/64 of the machine's memory. The serial collector from a small initial heap keeps the JVM
 # near what it uses (~100 MB live watching one quorum). Measured with
-# `benchmarks/streaming_throughput.py --lifecycle-only --lifecycle-runs job`, the job watching 1
+# `benchmarks/job_startup.py --runs job --warm-seconds 180`, the job watching 1
 # quorum for 3 minutes: the JVM's memory went from 873 MB to 733, its CPU once warm 0.24 to 0.22
 # CPU s per s (a young collection a second, ~8 ms). Tighter heap bounds (MaxHeapFreeRatio=30)
 # took it to 643 MB but ran a full collection every 8 s: +0.04 CPU s per s.

@@ -52,7 +52,7 @@ BUCKET_COLUMN = "_bucket"
 # path about 0.3 us a record (measured: 1.5 us a record for two columns, 2.5 for five).
 BUCKET_INPUT = [RECORD_JSON]
 BUCKET_STATE = "bucket"
-# Measured with benchmarks/streaming_throughput.py, 200 quorums in 16 buckets on local[2], one
+# Measured with benchmarks/job_throughput.py, 200 quorums in 16 buckets on local[2], one
 # run each in the same half hour: at 16,860 events/s the health state took 405 ms a batch (its
 # partitions summed) on pandas against 592 on rows, and the job sustained 21,178 events/s
 # against 16,860.

@@ -15,7 +15,7 @@ import pytest  # noqa: E402
 from collector_load import CutOff, follower_at, metrics_record, poll_records  # noqa: E402
 from fleet_job import FleetRun, detection_s, goal_lines, marginal_ms, written_between  # noqa: E402
 from goals import MB  # noqa: E402
-from streaming_throughput import Batch  # noqa: E402
+from streaming_bench import Batch  # noqa: E402
 
 from quorum import events  # noqa: E402
 from quorum.kafka_watch import kafka_node_metrics  # noqa: E402

@@ -1,4 +1,4 @@
-"""What the throughput benchmark reports of a micro-batch, from the progress Spark writes, the
+"""What the streaming benchmarks report of a micro-batch, from the progress Spark writes, the
 trigger it runs the job on, and what its `summary` stage keeps of a batch."""
 import sys
 from pathlib import Path
@@ -11,8 +11,9 @@ from types import SimpleNamespace  # noqa: E402
 import pytest  # noqa: E402
 
 from streaming.config import ConfigError, JobConfig  # noqa: E402
-from streaming_throughput import (DEFAULT_TRIGGER_MS, Step, idle_goal, state_time_ms, step_up,  # noqa: E402
-                                  trigger_settings)
+from idle_cost import idle_goal  # noqa: E402
+from live_steps import Step, step_up  # noqa: E402
+from streaming_bench import DEFAULT_TRIGGER_MS, state_time_ms, trigger_settings  # noqa: E402
 
 # the parts of a progress event (`StreamingQueryProgress.json`) that the figure reads: two
 # stateful operators, each with its partitions' times summed by Spark
@@ -79,8 +80,8 @@ class Workload:
 
 
 def quiet(monkeypatch):
-    import streaming_throughput
-    monkeypatch.setattr(streaming_throughput, "print_step", lambda step: None)
+    import live_steps
+    monkeypatch.setattr(live_steps, "print_step", lambda step: None)
 
 
 def test_steps_stop_where_the_workload_publishes_no_faster(monkeypatch):
@@ -110,7 +111,7 @@ def test_the_summary_stage_keeps_a_replicas_first_and_last_fetch_of_a_tick_and_e
 
     from quorum import events
     from streaming.decode import route_records
-    from streaming_throughput import SUMMARY_FIELDS, summary_of
+    from streaming_bench import SUMMARY_FIELDS, summary_of
 
     t0 = 1_800_000_000_000  # a tick's start
     fetch = events.Fetch("c1", "__cluster_metadata", 0, t0, 1, 3, 2, "voter", 10, 3, 12, 11, "valid")
