@@ -52,6 +52,9 @@ from .snapshot import HealthSnapshot
 
 log = logging.getLogger(__name__)
 MONITOR_GROUP = "_monitor"  # the `cluster` label of the job's own health series
+# Past this many quorums a push round is a fleet's whole exposition, rendered by the library and
+# replaced whole by the gateway: at 2,000 quorums (158,011 series) it timed out (docs/performance.md).
+FLEET_QUORUMS = 500
 
 
 class PushgatewaySink:
@@ -72,6 +75,7 @@ class PushgatewaySink:
         self._next_round_at = 0.0  # time.monotonic()
         self._closing = False
         self._thread: threading.Thread | None = None
+        self._fleet_warned_at = 0  # the quorums pushed when the log last said the gateway is no path for a fleet
 
     def publish(self, urgent: bool = False) -> None:
         """Ask for a round; the pusher thread sends it (see the module's docstring), the whole
@@ -122,6 +126,7 @@ class PushgatewaySink:
                 self._changed.notify_all()
 
     def _push_round(self) -> bool:
+        self.warn_if_fleet(len(self.snapshot.quorums))
         if not self.cluster_groups_deleted:
             if not self._try(self._delete_cluster_groups, "delete the per-cluster groups"):
                 return False
@@ -131,6 +136,14 @@ class PushgatewaySink:
     def _push(self) -> None:
         push_to_gateway(self.cfg.pushgateway_url, job=self.cfg.job, registry=self.registry,
                         timeout=self.cfg.push_timeout_s, handler=self._handler)
+
+    def warn_if_fleet(self, quorums: int) -> None:
+        """Say once (and again each time the fleet doubles) that a fleet's series go as one group."""
+        if quorums > FLEET_QUORUMS and quorums >= 2 * self._fleet_warned_at:
+            self._fleet_warned_at = quorums
+            log.warning("Pushgateway %s: every push round sends all %d quorums' series as one group; for a fleet "
+                        "of this size set sink.prometheus.mode: exporter (docs/deployment.md, \"The job for a fleet\")",
+                        self.cfg.pushgateway_url, quorums)
 
     def _delete_cluster_groups(self) -> None:
         url = f"{self.cfg.pushgateway_url.rstrip('/')}/api/v1/metrics"

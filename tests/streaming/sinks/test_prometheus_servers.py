@@ -287,3 +287,23 @@ def test_values_that_only_moved_wait_for_the_push_interval_and_a_changed_status_
         assert writer.monitor.push_failures_total == 0
     finally:
         writer.close()
+
+
+def test_a_fleet_pushed_as_one_group_is_told_to_use_the_exporter(monkeypatch, caplog):
+    from streaming.sinks import pushgateway
+    monkeypatch.setattr(pushgateway, "FLEET_QUORUMS", 5)
+    dead = f"http://127.0.0.1:{free_port()}"
+    writer = make_batch_writer(SinkConfig.from_dict(
+        {"prometheus": {"pushgateway_url": dead, "push_attempts": 1}}), HealthConfig())
+    advice = lambda: [r.getMessage() for r in caplog.records if "sink.prometheus.mode: exporter" in r.getMessage()]
+    writer.write_rows([r for c in range(5) for r in ScriptedQuorum(f"c{c}").rows(2000)], batch_id=0)
+    assert writer.flush()
+    assert advice() == []  # at the bound: nothing to say
+    writer.write_rows([r for c in range(5, 8) for r in ScriptedQuorum(f"c{c}").rows(2000)], batch_id=1)
+    assert writer.flush()
+    writer.write_rows([], batch_id=2)
+    assert writer.flush()
+    assert len(advice()) == 1 and "all 8 quorums' series" in advice()[0]  # said once, not every round
+    writer.write_rows([r for c in range(8, 16) for r in ScriptedQuorum(f"c{c}").rows(2000)], batch_id=3)
+    assert writer.flush()
+    assert len(advice()) == 2 and "all 16 quorums' series" in advice()[1]  # again once it doubled
