@@ -157,3 +157,12 @@ def test_no_product_code_imports_the_test_harnesses():
         if package_of(path) != "quorum.testing" and name.split(".")[0] in PACKAGE_TOPS:
             harnesses = {m for m in imports_of(name, path, modules) if package_of(modules[m]) == "quorum.testing"}
             assert not harnesses, f"{name} imports the test harness {', '.join(sorted(harnesses))}"
+
+
+def test_no_module_of_quorum_mentions_pyspark():
+    """Every quorum node imports the event contract and runs without Spark: the events' Spark
+    schema is the job's (streaming/event_schema.py), and nothing under quorum/ reaches for
+    pyspark, not even in a deferred import."""
+    mentions = sorted(str(path.relative_to(ROOT)) for path in (ROOT / "quorum").rglob("*.py")
+                      if "pyspark" in path.read_text())
+    assert mentions == []
