@@ -36,9 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from commit_floor import floor_latencies_ms  # noqa: E402
 from disk_latency import fsync_latency_ms, pct  # noqa: E402
-from quorum.node.local_cluster import Cluster  # noqa: E402
-from quorum.node.peer_client import PeerConnection  # noqa: E402
+from quorum.kafka_client.wire_connection import PeerConnection  # noqa: E402
 from quorum.storage.record_batches import build_batch  # noqa: E402
+from quorum.testing.local_cluster import Cluster  # noqa: E402
 from quorum.wire import apis as w  # noqa: E402
 
 TOPIC = "__cluster_metadata"

@@ -2,8 +2,10 @@
 
 The quorum nodes, the synthetic quorum, the collector and the streaming job all
 import this module. Each record type is a frozen dataclass; its fields carry the
-constraints (minimum, allowed values) that validation checks, and the Spark
-schema is derived from the same dataclasses, so nothing is written twice.
+constraints (minimum, allowed values) that validation checks, and the streaming job
+derives its Spark schema from the same dataclasses (`field_specs`, `envelope_fields`;
+streaming/event_schema.py), so nothing is written twice. No Spark code here: every
+node imports this module, and a node runs without Spark.
 `docs/events.md` describes the contract for people.
 
 Wire format: one compact JSON object per Kafka record, with `type` and
@@ -229,7 +231,7 @@ RECORD_TYPES: dict[str, type] = {c.TYPE: c for c in (Fetch, Metrics, StateChange
 Record = Fetch | Metrics | StateChange | QuorumSnapshot | QuorumPollError
 
 
-# --- field introspection (shared by validation, encoders and the Spark schema) -----------------
+# --- field introspection (shared by validation, encoders and the job's Spark schema) -----------
 
 @dataclass(frozen=True, slots=True)
 class FieldSpec:
@@ -499,30 +501,7 @@ def make_encoder(cls: type, **fixed: Any) -> Callable[..., bytes]:
     return encode_values
 
 
-# --- Spark schema --------------------------------------------------------------------------------
-
-def _spark_type(kind: str):
-    from pyspark.sql import types as T
-    if kind == "string":
-        return T.StringType()
-    if kind == "long":
-        return T.LongType()
-    if kind == "long_list":
-        return T.ArrayType(T.LongType())
-    if kind == "replica_list":
-        return T.ArrayType(spark_schema(ReplicaState))
-    raise AssertionError(kind)
-
-
-def spark_schema(cls: type):
-    """The Spark StructType of one record type (or ReplicaState), with `type` and `version`
-    first for the record types. Fields are nullable: Spark's JSON reader yields null for a
-    missing or mistyped field and validation turns that into a named reject."""
-    from pyspark.sql import types as T
-    head = [] if cls is ReplicaState else [T.StructField("type", T.StringType()),
-                                           T.StructField("version", T.LongType())]
-    return T.StructType(head + [T.StructField(fs.name, _spark_type(fs.kind)) for fs in field_specs(cls)])
-
+# --- the envelope: every record type's fields in one ------------------------------------------
 
 def envelope_fields() -> dict[str, FieldSpec]:
     """Every field of every record type, by name (one name has one kind across all types).
@@ -542,13 +521,6 @@ def envelope_fields() -> dict[str, FieldSpec]:
             if seen.required and not fs.required:
                 out[fs.name] = fs
     return out
-
-
-def envelope_spark_schema():
-    """One schema that parses any record type: `type`, `version`, then the union of all fields."""
-    from pyspark.sql import types as T
-    return T.StructType([T.StructField("type", T.StringType()), T.StructField("version", T.LongType())]
-                        + [T.StructField(name, _spark_type(fs.kind)) for name, fs in envelope_fields().items()])
 
 
 envelope_fields()  # fail at import if two record types disagree on a field's kind

@@ -1,6 +1,6 @@
 """Opening an asyncio connection to a Kafka listener as a client configured so would: TLS, then
 SaslHandshake and SaslAuthenticate, before the first request. For the project's own wire client
-(quorum.node.peer_client), which the controllers' path (`--bootstrap-controller`) runs on.
+(quorum.kafka_client.wire_connection), which the controllers' path (`--bootstrap-controller`) runs on.
 
 The settings are kafka-python's keyword arguments as kafka_client_properties.kafka_python_config
 gives them (`security_protocol`, `ssl_context`, `sasl_mechanism`, `sasl_plain_username`, ...), so

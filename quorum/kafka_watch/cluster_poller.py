@@ -31,11 +31,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from quorum.kafka_client import kafka_failures
+from quorum.kafka_client.wire_connection import PeerUnavailable
 from quorum.kafka_watch.bootstrap_race import hedge_delay_s
 from quorum.kafka_watch.poll_outcome import PollOutcome
 from quorum.kafka_watch.quorum_info import DescribeError, QuorumInfo, kafka_error_name
 from quorum.kafka_watch.quorum_links import Endpoint, QuorumLinks, endpoints
-from quorum.node.peer_client import PeerUnavailable
 
 log = logging.getLogger("quorum.kafka_watch.collector")
 

@@ -1,5 +1,5 @@
 """A watched cluster's nodes as the collector speaks to them: one kept-alive connection per
-node on the project's asyncio wire client (quorum.node.peer_client), logged in as the client
+node on the project's asyncio wire client (quorum.kafka_client.wire_connection), logged in as the client
 properties say (kafka_client.wire_login: TLS, SASL), and the DescribeQuorum version agreed with
 each node once (ApiVersions: v2 from Kafka 3.9, v1 before).
 
@@ -12,9 +12,9 @@ import struct
 import time
 from typing import Any
 
+from quorum.kafka_client.wire_connection import Codec, PeerConnection
 from quorum.kafka_client.wire_login import WireLogin, secured
 from quorum.kafka_watch.quorum_info import DescribeError, QuorumInfo, answer_fields, quorum_info
-from quorum.node.peer_client import Codec, PeerConnection
 from quorum.wire.apis import API_VERSIONS, DESCRIBE_CLUSTER, DESCRIBE_QUORUM, SUPPORTED
 
 MAX_FRAME_BYTES = 1 << 20

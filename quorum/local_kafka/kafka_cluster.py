@@ -37,11 +37,11 @@ from quorum.local_kafka import kafka_logging
 from quorum.local_kafka.cgroup import preexec_joining
 from quorum.local_kafka.kafka_broker import (SINGLE_NODE_SETTINGS, BrokerError, java_command, random_cluster_id,
                                              terminate, write_properties)
+from quorum.kafka_client.direct_describe import describe_quorum_directly
 from quorum.local_kafka.kafka_node import BROKER_HEAP, CONTROLLER_HEAP, KafkaNode, jmx_exporter_agent
 from quorum.local_kafka.kafka_shapes import FIRST_DYNAMIC, TOPOLOGIES, VOTER_SETS
 from quorum.local_kafka.loopback_ports import free_port
 from quorum.local_kafka.tcp_connections import remote_ports
-from quorum.node.peer_client import describe_quorum_directly
 
 DEFAULT_START_TIMEOUT_S = 120.0
 FORMAT_TIMEOUT_S = 120.0  # StorageTool: a JVM that formats and exits, seconds even on a loaded machine

@@ -10,9 +10,9 @@ import logging
 from dataclasses import dataclass
 from typing import Callable
 
+from quorum.kafka_client.wire_connection import settle
 from quorum.node import requests as rq
 from quorum.node.clock import now_ms
-from quorum.node.peer_client import settle
 from quorum.node.server import Reply
 from quorum.raft import messages as m
 from quorum.raft.errors import NotLeaderError

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from quorum.kafka_client.wire_connection import PeerUnavailable
 from quorum.node import requests as rq
 from quorum.node.clock import now_ms
-from quorum.node.peer_client import PeerUnavailable
 from quorum.raft import messages as m
 from quorum.wire import apis as w
 from quorum.wire import translate

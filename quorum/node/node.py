@@ -41,7 +41,7 @@ from quorum.node.cluster_info import ClusterInfo
 from quorum.node.config import NodeConfig
 from quorum.node.control import ControlSocket
 from quorum.node.faults import Faults
-from quorum.node.peer_client import PeerClients
+from quorum.node.peer_clients import PeerClients
 from quorum.node.peer_requests import PeerRequests
 from quorum.node.publisher import EventPublisher
 from quorum.node import requests as rq

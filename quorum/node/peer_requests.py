@@ -10,7 +10,7 @@ import logging
 import time
 from typing import Any
 
-from quorum.node.peer_client import Codec, PeerUnavailable
+from quorum.kafka_client.wire_connection import Codec, PeerUnavailable
 from quorum.raft import messages as m
 from quorum.wire import apis as w
 from quorum.wire import fetch_codec, translate

@@ -51,7 +51,7 @@ def build_health_stream(events_df, health_cfg: HealthConfig, api: str | None = N
                         state_version: int | None = None):
     """Health rows (schema `HEALTH_SCHEMA`, see schema.py) from the stream of valid events.
 
-    `events_df`: the decoded valid records, columns of `quorum.events.envelope_spark_schema()`
+    `events_df`: the decoded valid records, columns of `streaming.event_schema.envelope_spark_schema()`
     (extra columns are ignored). The result is a streaming DataFrame in Update output mode that
     emits, on input and on every processing-time tick (`health_cfg.tick_ms`), a snapshot of each
     quorum (`kind` = quorum and replica rows) plus events (transition, window, truncation, forget).

@@ -7,6 +7,7 @@ import pytest
 
 from quorum import events
 from quorum.events import ContractError
+from streaming.event_schema import envelope_spark_schema, spark_schema
 
 FETCH = events.Fetch("c1", "__cluster_metadata", 0, 1_700_000_000_000, 1, 7, 2, "voter", 120, 7, 125, 118, "valid")
 # with the leader's KIP-836 view of the replica (the fields a leader adds since they exist)
@@ -217,19 +218,19 @@ def test_timestamp_far_in_the_future_is_rejected_when_the_reader_gives_its_clock
 
 
 def test_spark_schema_is_derived_from_the_dataclasses():
-    schema = events.spark_schema(events.Fetch)
+    schema = spark_schema(events.Fetch)
     assert schema.fieldNames() == ["type", "version"] + [fs.name for fs in events.field_specs(events.Fetch)]
-    envelope = events.envelope_spark_schema()
+    envelope = envelope_spark_schema()
     for cls in events.RECORD_TYPES.values():
-        assert set(events.spark_schema(cls).fieldNames()) <= set(envelope.fieldNames())
-    assert envelope["voters"].dataType.elementType == events.spark_schema(events.ReplicaState)
+        assert set(spark_schema(cls).fieldNames()) <= set(envelope.fieldNames())
+    assert envelope["voters"].dataType.elementType == spark_schema(events.ReplicaState)
 
 
 def test_spark_parses_encoded_records_into_the_envelope(spark):
     from pyspark.sql import functions as F
     rows = [(events.encode(r).decode(),) for r in ALL]
     df = spark.createDataFrame(rows, "value string").select(
-        F.from_json("value", events.envelope_spark_schema()).alias("e")).select("e.*")
+        F.from_json("value", envelope_spark_schema()).alias("e")).select("e.*")
     rows = df.collect()
     got = {r["type"]: r for r in rows}
     assert got["fetch"]["fetch_offset"] == 120 and got["metrics"]["voter_set"] == [1, 2, 3]

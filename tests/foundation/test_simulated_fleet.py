@@ -16,11 +16,11 @@ import time
 import pytest
 
 from quorum import events
+from quorum.kafka_client.wire_connection import PeerConnection
 from quorum.kafka_watch import collector
 from quorum.kafka_watch.controller_poller import ControllerQuorumPoller
 from quorum.kafka_watch.fleet_file import WatchedCluster
 from quorum.kafka_watch.quorum_info import answer_fields, quorum_info
-from quorum.node.peer_client import PeerConnection
 from quorum.synthetic.simulated_fleet import FleetThread, raise_open_files_limit
 from quorum.wire import apis as w
 

@@ -8,7 +8,7 @@ from typing import Callable, Iterable
 import pytest
 
 from quorum.local_kafka.kafka_cluster import KafkaCluster
-from quorum.node.local_cluster import Cluster
+from quorum.testing.local_cluster import Cluster
 
 PROJECT_NODE_ID = 100
 

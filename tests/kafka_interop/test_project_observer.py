@@ -8,10 +8,10 @@ from pathlib import Path
 
 from kafka_interop.conftest import PROJECT_NODE_ID, HighWatermarkSampler
 from kafka_tools import kafka_tool, metadata_quorum, table
-from quorum.node.local_cluster import read_events
 from quorum.raft import kafka_records
 from quorum.storage import record_batches
 from quorum.storage.durable_log import batches_to_records
+from quorum.testing.local_cluster import read_events
 
 SEGMENT = "00000000000000000000.log"
 DUMP_LOG_SEGMENTS = "org.apache.kafka.tools.DumpLogSegments"

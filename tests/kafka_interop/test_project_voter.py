@@ -31,7 +31,7 @@ from quorum.kafka_watch.kafka_node_metrics import metrics_record
 from quorum.kafka_watch.metrics_connection import scrape
 from quorum.local_kafka.kafka_cluster import KafkaCluster
 from quorum.local_kafka.loopback_ports import free_port
-from quorum.node.local_cluster import Cluster, read_events
+from quorum.testing.local_cluster import Cluster, read_events
 
 PROJECT = 3
 KAFKA = (1, 2)

@@ -17,7 +17,7 @@ from quorum import events
 from quorum.events import UNKNOWN_DIRECTORY_ID
 from quorum.kafka_watch.kafka_node_metrics import APPLIED, KAFKA_STATES, RAFT, RAFT_GAUGES, samples
 from quorum.kafka_watch.metrics_connection import scrape
-from quorum.node.local_cluster import read_events
+from quorum.testing.local_cluster import read_events
 
 
 def collect_once(cluster, events_bootstrap: str, topic: str, *options: str, records: int = 1) -> list[dict]:

@@ -16,8 +16,8 @@ from quorum.kafka_watch.controller_poller import BlockingPoller
 from quorum.kafka_watch.poll_outcome import PollOutcome
 from quorum.kafka_watch.quorum_info import quorum_info
 from quorum.local_kafka.loopback_ports import free_port
-from quorum.node.local_cluster import FAST, Cluster
 from quorum.storage.meta import directory_id
+from quorum.testing.local_cluster import FAST, Cluster
 
 pytestmark = pytest.mark.slow
 

@@ -15,7 +15,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from quorum import events
-from quorum.node.local_cluster import Cluster
+from quorum.testing.local_cluster import Cluster
 from streaming.health import statuses as S
 from streaming.health.config import HealthConfig
 from streaming.health.state import new_state

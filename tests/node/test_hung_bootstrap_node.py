@@ -13,7 +13,7 @@ import pytest
 from quorum.cli import main
 from quorum.kafka_watch import collector
 from quorum.kafka_watch.bootstrap_race import MAX_HEDGE_S
-from quorum.node.local_cluster import FAST, Cluster
+from quorum.testing.local_cluster import FAST, Cluster
 
 from tests.node.test_collector import collect, read_keyed
 

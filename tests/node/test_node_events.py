@@ -13,7 +13,7 @@ import pytest
 from kip836_replay import Kip836Replay
 from quorum import events
 from quorum.local_kafka.loopback_ports import free_port
-from quorum.node.local_cluster import FAST, Cluster, read_events
+from quorum.testing.local_cluster import FAST, Cluster, read_events
 
 pytestmark = pytest.mark.slow
 

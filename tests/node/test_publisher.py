@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from quorum import events
 from quorum.local_kafka.loopback_ports import free_port
-from quorum.node.local_cluster import read_events
 from quorum.node.publisher import EventPublisher
+from quorum.testing.local_cluster import read_events
 
 
 def state_change(i: int) -> events.StateChange:

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from quorum.node.local_cluster import FAST, Cluster, committed_records, committed_values
+from quorum.testing.local_cluster import FAST, Cluster, committed_records, committed_values
 
 pytestmark = pytest.mark.slow
 

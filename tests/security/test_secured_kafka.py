@@ -136,7 +136,7 @@ def test_refused_publishers_and_readers_say_which_acl_they_lack(kafka, files):
 
 
 def test_the_projects_node_publishes_with_kafkas_properties_under_its_own_principal(kafka, files, tmp_path):
-    from quorum.node.local_cluster import Cluster
+    from quorum.testing.local_cluster import Cluster
     topic = events_topic(kafka, writer="node")
     cluster = Cluster(tmp_path, voters=1, observers=0, events_bootstrap=kafka.bootstrap, events_topic=topic,
                       settings={"events.command.config": str(files["node"])})

@@ -8,7 +8,7 @@ import pytest
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
-from quorum.events import envelope_spark_schema
+from streaming.event_schema import envelope_spark_schema
 from streaming.health import build_health_stream, health_input, packed_input
 from streaming.health.config import HealthConfig
 from streaming.health.schema import INPUT_COLUMNS, PACKED_COLUMNS, RECORD_JSON, unpack_record

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from prometheus_tools import wait_for
-from quorum.events import envelope_spark_schema
+from streaming.event_schema import envelope_spark_schema
 from streaming.health import build_health_stream
 from streaming.health import statuses as S
 from streaming.health.config import HealthConfig

@@ -1,8 +1,10 @@
-"""Outbound Kafka-protocol connections to the other voters.
+"""The project's own Kafka-protocol client: one asyncio connection to one Kafka node (a peer).
 
-One `PeerConnection` per (peer, lane): Fetch gets its own lane because the leader holds a
-fetch up to its long-poll time and responses on one connection come back in order, so a
-Vote or DescribeQuorum must not queue behind it. A connection is opened on first use,
+The quorum node talks to the other voters on it (quorum.node.peer_clients), the watcher to Kafka's
+controllers (quorum.kafka_watch.quorum_links), and the launchers ask one node DescribeQuorum on
+it (direct_describe). The node keeps one per (peer, lane): Fetch gets its own lane because the
+leader holds a fetch up to its long-poll time and responses on one connection come back in order,
+so a Vote or DescribeQuorum must not queue behind it. A connection is opened on first use,
 re-opened after any failure, and every request has a deadline; a request that cannot be
 answered gets PeerUnavailable and the caller moves on. `send` hands the answer to a
 callback straight from the connection's reader (no task per request: the Raft loop's
@@ -17,8 +19,7 @@ import itertools
 import logging
 from typing import Any, Awaitable, Callable
 
-from quorum.node.faults import Faults
-from quorum.wire.apis import DESCRIBE_QUORUM, FETCH, SUPPORTED
+from quorum.wire.apis import SUPPORTED
 from quorum.wire.codec import WireError, decode_response, encode_request, read_frame, response_correlation_id
 
 log = logging.getLogger(__name__)
@@ -167,69 +168,3 @@ def settle(fut: asyncio.Future) -> Callback:
         if not fut.done():
             fut.set_exception(error) if error is not None else fut.set_result(response)
     return done
-
-
-class PeerClients:
-    """Connections to every voter this node may talk to, with fault injection applied."""
-
-    def __init__(self, node_id: int, peers: dict[int, tuple[str, int]], faults: Faults, max_frame_bytes: int):
-        self.node_id = node_id
-        self.peers = peers
-        self.faults = faults
-        self._conns: dict[tuple[int, str], PeerConnection] = {}
-        self.max_frame_bytes = max_frame_bytes
-
-    def knows(self, peer: int) -> bool:
-        return peer in self.peers
-
-    def send(self, peer: int, codec: Codec, timeout_s: float, callback: Callback) -> None:
-        """Send a request to `peer`; `callback` gets the answer or PeerUnavailable, once."""
-        if peer not in self.peers:
-            callback(None, PeerUnavailable(f"node {peer} is not a voter this node knows the address of"))
-            return
-        # A cut link: the request (or its answer) vanishes. Nothing reaches the core, whose own
-        # request deadline then expires exactly as for a real partition.
-        if self.faults.drops_outbound(peer):
-            callback(None, PeerUnavailable(f"node {peer}: link cut by fault injection"))
-            return
-        lane = "fetch" if codec.api_key == FETCH else "control"
-        conn = self._conns.get((peer, lane))
-        if conn is None:
-            host, port = self.peers[peer]
-            conn = PeerConnection(peer, host, port, f"quorum-node-{self.node_id}", self.max_frame_bytes)
-            self._conns[(peer, lane)] = conn
-
-        def answered(response: Any, error: BaseException | None) -> None:
-            if error is None and self.faults.drops_inbound(peer):
-                response, error = None, PeerUnavailable(f"node {peer}: link cut by fault injection")
-            callback(response, error)
-
-        conn.send(codec, timeout_s, answered)
-
-    async def request(self, peer: int, api_key: int, version: int, body: Any, timeout_s: float) -> Any:
-        fut = asyncio.get_running_loop().create_future()
-        self.send(peer, Codec(api_key, version, body), timeout_s, settle(fut))
-        return await fut
-
-    def close(self) -> None:
-        for c in self._conns.values():
-            c.close()
-        self._conns.clear()
-
-
-def describe_quorum_directly(node_id: int, host: str, port: int, timeout_s: float = 5.0, version: int = 2) -> dict:
-    """DescribeQuorum of __cluster_metadata-0 sent to this one node, on a connection of its own
-    (an admin client may pick any node it knows, and a Kafka controller answers no metadata
-    request to bootstrap from): the answer's to_dict(). PeerUnavailable when it cannot answer."""
-    request_cls = SUPPORTED[DESCRIBE_QUORUM].request
-    topic = request_cls.TopicData
-    body = request_cls(topics=[topic(topic_name="__cluster_metadata",
-                                     partitions=[topic.PartitionData(partition_index=0)])])
-
-    async def ask() -> dict:
-        conn = PeerConnection(node_id, host, port, "quorum-describe", 1 << 20)
-        try:
-            return (await conn.request(DESCRIBE_QUORUM, version, body, timeout_s)).to_dict()
-        finally:
-            conn.close()
-    return asyncio.run(ask())

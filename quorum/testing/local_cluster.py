@@ -178,7 +178,7 @@ class Cluster:
     def describe_direct(self, i: int, version: int = 2) -> dict:
         """DescribeQuorum (v2 unless told) sent to node `i` only (the admin client may pick any
         node it knows for the request, a frozen one included)."""
-        from quorum.node.peer_client import describe_quorum_directly
+        from quorum.kafka_client.direct_describe import describe_quorum_directly
         return describe_quorum_directly(i, "127.0.0.1", self.ports[i], 5.0, version)
 
     def append_direct(self, i: int, values: list[bytes], acks: int = -1, timeout_s: float = 10.0) -> list[int]:
@@ -186,7 +186,7 @@ class Cluster:
         client metadata, no retries elsewhere: what a partition test needs). Raises
         RuntimeError with the error code when the node refuses."""
         import asyncio
-        from quorum.node.peer_client import PeerConnection
+        from quorum.kafka_client.wire_connection import PeerConnection
         from quorum.storage.record_batches import build_batch
         from quorum.wire import apis as w
 
