@@ -8,17 +8,7 @@ notifications are printed here.
   deploy/run-local status              the quorum's state and the stack's addresses
   deploy/run-local chaos ACTION [NODE] disturb the running quorum; NODE is a node id, `follower`
                                        (a voter that is not the leader, chosen for you) or `leader`:
-      stall NODE        throttle a follower's replication (1 record/s, the leader appends 2 NoOps/s):
-                        it keeps fetching and falls further behind (stalled, cause behind)
-      slow-disk NODE    slow a follower's disk (3 s per fsync): its fetches come seconds apart
-      wrong-cluster NODE restart a follower with another cluster id: the leader refuses its fetches
-      cutoff NODE       drop all of the node's traffic (it cannot reach or be reached)
-      freeze NODE       SIGSTOP the node's process (heal sends SIGCONT)
-      kill NODE         SIGKILL the node's process (heal restarts it)
-      skew NODE MS      stamp the node's records MS milliseconds off the true clock (`-- -3000`: early)
-      partition-leader  cut the current leader off from everyone
-      job-kill          SIGKILL the streaming job (its supervisor restarts it)
-      events-restart    stop the events Kafka and start it again
+{chaos actions}
       heal [NODE]       undo all of the above (or only what disturbs NODE)
 
   deploy/run-local --secure            secure the stack's Kafka (SASL_SSL with SCRAM users, TLS,
@@ -54,7 +44,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -68,6 +57,8 @@ sys.path.insert(0, str(ROOT / "deploy"))
 import local_services as svc  # noqa: E402
 import packet_filter  # noqa: E402
 import secure_stack  # noqa: E402
+import stack_control  # noqa: E402
+import stack_faults as faults  # noqa: E402
 from alert_console import AlertConsole  # noqa: E402
 from job_supervisor import JOB_NAME, STANDBY_NAME, JobSupervisor, signal_group  # noqa: E402
 
@@ -80,8 +71,6 @@ STOP_TIMEOUT_S = 15
 START_TIMEOUT_S = 60
 JOB_START_TIMEOUT_S = 240  # the first micro-batch includes starting the JVM and the Python workers
 NOTIFICATIONS_FILE = "alert-notifications.jsonl"  # every alert Alertmanager notified (the nemesis reads it)
-THROTTLE_RECORDS_PER_S = "1"     # below the leader's 2 NoOps/s: the stalled voter falls behind
-OTHER_CLUSTER_ID = "another-cluster"
 
 
 def say(text: str) -> None:
@@ -201,14 +190,21 @@ class Stack:
             self.broker = None
         self.state_file.unlink(missing_ok=True)
 
-    # --- chaos, carried out for `deploy/run-local chaos` ------------------------------------------
+    # --- what the faults (deploy/stack_faults.py) act through -----------------------------------
     def _signal(self, name: str, sig: int) -> None:
         proc = self.processes.get(name)
         if proc is None or proc.poll() is not None:
             raise ValueError(f"{name} is not running")
         os.kill(proc.pid, sig)
 
-    def _fault(self, node_id: int, *words: str) -> str:
+    def signal_node(self, node_id: int, sig: int) -> None:
+        self._signal(self.node_name(node_id), sig)
+
+    def node_running(self, node_id: int) -> bool:
+        return self.processes[self.node_name(node_id)].poll() is None
+
+    def node_fault(self, node_id: int, *words: str) -> str:
+        """`quorum fault WORDS` on the node."""
         spec = self.nodes[node_id]
         out = subprocess.run([sys.executable, "-m", "quorum.cli", "fault", "--config", str(spec.config_path), *words],
                              capture_output=True, text=True, timeout=10, cwd=ROOT)
@@ -216,11 +212,33 @@ class Stack:
             raise ValueError(out.stderr.strip() or out.stdout.strip())
         return out.stdout.strip()
 
-    def _control(self, node_id: int, command: dict) -> dict:
+    def node_control(self, node_id: int, command: dict) -> dict:
+        """One command on the node's own control socket."""
         from quorum.node.config import load
         from quorum.node.fault_command import send
         return send(str(load(self.nodes[node_id].config_path).control_path), command, timeout_s=2)
 
+    def respawn_node(self, node_id: int) -> None:
+        name = self.node_name(node_id)
+        self.spawn(name, self.argv[name])
+
+    def stop_node(self, node_id: int) -> None:
+        """Stop the node's process (a frozen one is continued first, so that it can stop)."""
+        name = self.node_name(node_id)
+        proc = self.processes.get(name)
+        if proc is not None and proc.poll() is None:
+            if node_id in self.frozen:
+                self._signal(name, signal.SIGCONT)
+                self.frozen.discard(node_id)
+            signal_group(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                signal_group(proc.pid, signal.SIGKILL)
+                proc.wait()
+        self.killed.discard(node_id)
+
+    # --- the roles query, and the nodes a request names -------------------------------------------
     def leader(self) -> int:
         """The leader named by the running node of the highest epoch, each asked for its status
         on its control socket (quick, where DescribeQuorum through a client waits out its
@@ -231,7 +249,7 @@ class Stack:
             if spec.node_id in self.killed | self.frozen:
                 continue
             try:
-                status = self._control(spec.node_id, {"op": "status"})
+                status = self.node_control(spec.node_id, {"op": "status"})
             except Exception as e:  # noqa: BLE001 - a node that does not answer: ask the next
                 said.append(f"node {spec.node_id}: {type(e).__name__}: {e}")
                 continue
@@ -262,7 +280,7 @@ class Stack:
             raise ValueError(f"{action} needs a node: follower, leader or an id among {sorted(self.nodes)}") from None
         if node_id not in self.nodes:
             raise ValueError(f"{action} needs a node: follower, leader or an id among {sorted(self.nodes)}")
-        if action in FOLLOWER_ACTIONS:
+        if action in faults.FOLLOWER_ACTIONS:
             leader = self.leader()
             if node_id == leader:
                 followers = ", ".join(str(n) for n in voters if n != leader)
@@ -275,8 +293,9 @@ class Stack:
         cluster = self.kafka_quorum
         if cluster is None:
             raise ValueError(f"{node}: no Kafka quorum runs (start the stack with --kafka-quorum)")
-        if action not in KAFKA_ACTIONS + ("heal",):
-            raise ValueError(f"{action} acts on the project's nodes; a Kafka node can be: {', '.join(KAFKA_ACTIONS)}")
+        if action not in faults.KAFKA_ACTIONS + (faults.HEAL,):
+            raise ValueError(f"{action} acts on the project's nodes; a Kafka node can be: "
+                             f"{', '.join(faults.KAFKA_ACTIONS)}")
         which = node.removeprefix("kafka-")
         if which == "leader":
             return cluster.leader()
@@ -295,76 +314,16 @@ class Stack:
                              f"{sorted(cluster.nodes)}")
         return int(which)
 
-    def kafka_chaos(self, action: str, node: str) -> str:
-        node_id = self.kafka_target(action, node)
-        role = self.kafka_quorum.nodes[node_id].role
-        if action == "cutoff":
-            if self.packet_filter is None:
-                raise ValueError("cutting a Kafka node off needs root and iptables (kernel packet-filter rules): "
-                                 "run the stack as root")
-            self.packet_filter.cut(node_id)
-            return f"Kafka {role} {node_id}: its controller traffic dropped by packet filter, the process running"
-        if action == "freeze":
-            self.kafka_quorum.freeze(node_id)
-            self.kafka_frozen.add(node_id)
-            return f"Kafka {role} {node_id}: stopped with SIGSTOP"
-        self.kafka_quorum.kill(node_id)
-        self.kafka_killed.add(node_id)
-        return f"Kafka {role} {node_id}: killed"
-
-    def kafka_heal(self, only: int | None = None) -> list[str]:
-        """Continue, restart and reconnect the Kafka quorum's disturbed nodes (or just `only`)."""
-        done = []
-        for node_id in sorted(self.kafka_frozen):
-            if only in (None, node_id):
-                self.kafka_quorum.resume(node_id)
-                self.kafka_frozen.discard(node_id)
-                done.append(f"Kafka node {node_id} continued")
-        for node_id in sorted(self.kafka_killed):
-            if only in (None, node_id):
-                self.kafka_quorum.restart(node_id)
-                self.kafka_killed.discard(node_id)
-                done.append(f"Kafka node {node_id} restarted")
-        if self.packet_filter is not None:
-            for node_id in sorted(self.packet_filter.cut_nodes()):
-                if only in (None, node_id):
-                    self.packet_filter.heal(node_id)
-                    done.append(f"Kafka node {node_id} reconnected")
-        return done
-
-    def heal_all(self) -> list[str]:
-        done = self.kafka_heal() if self.kafka_quorum else []
-        for node_id in sorted(self.nodes):
-            done += self.heal_node(node_id)
-        return done
-
-    def heal_node(self, node_id: int) -> list[str]:
-        """Undo whatever disturbs one node: continue it, restart it, give it its cluster id back,
-        clear its injected faults."""
-        done = []
-        name = self.node_name(node_id)
-        if node_id in self.frozen:
-            self._signal(name, signal.SIGCONT)
-            self.frozen.discard(node_id)
-            done.append(f"node {node_id} continued")
-        if node_id in self.killed:
-            self.spawn(name, self.argv[name])
-            self.killed.discard(node_id)
-            done.append(f"node {node_id} restarted")
-        if node_id in self.other_cluster:
-            self._restart_node(node_id, svc.CLUSTER_ID)
-            self.other_cluster.discard(node_id)
-            done.append(f"node {node_id} restarted with cluster id {svc.CLUSTER_ID!r}")
-        if self.processes[name].poll() is None:
-            try:  # on its control socket directly: a heal of every node stays quick on a loaded machine
-                before = self._control(node_id, {"op": "status"}).get("faults", {})
-                self._control(node_id, {"op": "clear"})
-            except (OSError, ValueError):
-                before = {}  # a node still starting up has no faults to clear
-            injected = [k for k, v in before.items() if v not in (False, 0, [])]
-            if injected:
-                done.append(f"node {node_id}: {', '.join(injected)} cleared")
-        return done
+    def heal(self, node: str | int | None) -> str:
+        """Undo every fault (no node), or only those on one node."""
+        if node is None:
+            done = faults.heal_kafka(self) if self.kafka_quorum else []
+            for node_id in sorted(self.nodes):
+                done += faults.heal_node(self, node_id)
+            return "; ".join(done) or "faults cleared on every node"
+        if faults.is_kafka_node(node):
+            return "; ".join(faults.heal_kafka(self, self.kafka_target("heal", node))) or f"{node}: nothing to heal"
+        return "; ".join(faults.heal_node(self, self.target("heal", node))) or f"node {node}: nothing to heal"
 
     def roles(self) -> dict:
         """Who leads, who follows and who observes in each quorum now (for the nemesis, which
@@ -398,134 +357,26 @@ class Stack:
         return None
 
     def chaos(self, action: str, node: str | int | None, value: int | None = None) -> str:
-        if action == "roles":
-            return json.dumps(self.roles())
+        """Carry out one fault kind of deploy/stack_faults.py, or heal, on the node the request names."""
         with self.lock:
-            if isinstance(node, str) and node.startswith("kafka-") and action != "heal":
-                return self.kafka_chaos(action, node)
-            if action in NODE_ACTIONS:
+            if action == faults.HEAL:
+                return self.heal(node)
+            fault = faults.find(action, node)
+            if fault is None:
+                if faults.is_kafka_node(node):
+                    self.kafka_target(action, node)  # says why: no Kafka quorum, or no Kafka node's fault
+                raise ValueError(f"unknown chaos action {action!r}")
+            if fault.cluster == faults.PROJECT and fault.on_node:
                 node = self.target(action, node)
-            if action == "stall":
-                self._fault(node, "throttle", THROTTLE_RECORDS_PER_S)
-                return (f"node {node}: replication throttled to {THROTTLE_RECORDS_PER_S} record/s; it keeps fetching "
-                        f"and falls behind the leader's appends")
-            if action == "slow-disk":
-                self._fault(node, "slow-disk", "3000")
-                return f"node {node}: every fsync now takes 3 s more; its fetches come seconds apart"
-            if action == "wrong-cluster":
-                self._restart_node(node, OTHER_CLUSTER_ID)
-                self.other_cluster.add(node)
-                return f"node {node}: restarted with cluster id {OTHER_CLUSTER_ID!r}; the leader refuses its fetches"
-            if action == "cutoff":
-                self._fault(node, "pause")
-                return f"node {node}: all traffic in and out dropped"
-            if action == "freeze":
-                self._signal(self.node_name(node), signal.SIGSTOP)
-                self.frozen.add(node)
-                return f"node {node}: stopped with SIGSTOP"
-            if action == "kill":
-                self._signal(self.node_name(node), signal.SIGKILL)
-                self.killed.add(node)
-                return f"node {node}: killed"
-            if action == "partition-leader":
-                leader = self.leader()
-                self._fault(leader, "pause")
-                return f"leader {leader}: cut off from every peer"
-            if action == "skew":
-                if value is None:
-                    raise ValueError("skew needs milliseconds after the node: chaos skew NODE MS (negative: early)")
-                self._fault(node, "skew", "--", str(int(value)))
-                return f"node {node}: its records are stamped {int(value):+d} ms off the true clock"
-            if action == "job-kill":
-                proc = self.processes.get(JOB_NAME)
-                if proc is None or proc.poll() is not None:
-                    raise ValueError(f"{JOB_NAME} is not running (the supervisor may be restarting it)")
-                signal_group(proc.pid, signal.SIGKILL)
-                return f"{JOB_NAME}: killed with SIGKILL (the supervisor restarts it from its checkpoint)"
-            if action == "events-restart":
-                started = time.monotonic()
-                self.broker.stop(keep_files=True)
-                self.broker.start()
-                return f"the events Kafka: stopped and started again in {time.monotonic() - started:.1f} s"
-            if action == "heal":
-                if node is None:
-                    return "; ".join(self.heal_all()) or "faults cleared on every node"
-                if isinstance(node, str) and node.startswith("kafka-"):
-                    return "; ".join(self.kafka_heal(self.kafka_target("heal", node))) or f"{node}: nothing to heal"
-                return "; ".join(self.heal_node(self.target("heal", node))) or f"node {node}: nothing to heal"
-            raise ValueError(f"unknown chaos action {action!r}")
+            return fault.inject(self, node, value)
 
-
-    def _restart_node(self, node_id: int, cluster_id: str) -> None:
-        """Stop the node and start it again with `cluster_id`. Under another id it runs on a copy
-        of its data directory whose meta.properties names that cluster (a data directory keeps
-        its cluster id): it still knows the quorum's leader and fetches from it, as a node given
-        another cluster's configuration does, and the leader refuses every fetch."""
-        import yaml
-        name = self.node_name(node_id)
-        proc = self.processes.get(name)
-        if proc is not None and proc.poll() is None:
-            if node_id in self.frozen:
-                self._signal(name, signal.SIGCONT)
-                self.frozen.discard(node_id)
-            signal_group(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                signal_group(proc.pid, signal.SIGKILL)
-                proc.wait()
-        self.killed.discard(node_id)
-        path = self.nodes[node_id].config_path
-        config = yaml.safe_load(path.read_text())
-        data_dir = self.data_dirs.setdefault(node_id, config["data.dir"])
-        config["cluster.id"] = cluster_id
-        if cluster_id == svc.CLUSTER_ID:
-            config["data.dir"] = data_dir
-        else:
-            config["data.dir"] = f"{data_dir}-{cluster_id}"
-            shutil.rmtree(config["data.dir"], ignore_errors=True)
-            shutil.copytree(data_dir, config["data.dir"], ignore=shutil.ignore_patterns("*.sock"))
-            meta = Path(config["data.dir"]) / "meta.properties"
-            meta.write_text("".join(f"cluster.id={cluster_id}\n" if line.startswith("cluster.id=") else line
-                                    for line in meta.read_text().splitlines(keepends=True)))
-        path.write_text(yaml.safe_dump(config, sort_keys=False))
-        self.spawn(name, self.argv[name])
-
-
-NODE_ACTIONS = ("stall", "slow-disk", "wrong-cluster", "cutoff", "freeze", "kill", "skew")
-# a leader does not replicate from anyone and makes its own appends: these mean nothing on it
-FOLLOWER_ACTIONS = ("stall", "slow-disk", "wrong-cluster")
-KAFKA_ACTIONS = ("freeze", "kill", "cutoff")  # on the --kafka-quorum cluster's nodes
-STACK_ACTIONS = ("job-kill", "events-restart")  # on the monitor itself
-
-
-def _serve_control(stack: Stack, stopping: list) -> socket.socket:
-    """One JSON request per connection: {"action": ..., "node": ...} -> {"ok": ..., "message": ...}."""
-    path = stack.run_dir / "control.sock"
-    path.unlink(missing_ok=True)
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(str(path))
-    server.listen(4)
-
-    def loop():
-        while not stopping:
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                return
-            with conn:
-                try:
-                    request = json.loads(conn.makefile().readline())
-                    message = stack.chaos(request["action"], request.get("node"), request.get("value"))
-                    reply = {"ok": True, "message": message}
-                    if request["action"] != "roles":
-                        say(f"chaos: {message}")
-                except Exception as e:  # noqa: BLE001 - the reply carries any failure to the caller
-                    reply = {"ok": False, "message": str(e)}
-                conn.sendall((json.dumps(reply) + "\n").encode())
-
-    threading.Thread(target=loop, name="control", daemon=True).start()
-    return server
+    def answer(self, request: dict) -> str:
+        """A request on RUN_DIR/control.sock (deploy/stack_control.py): the roles query, or chaos."""
+        if stack_control.is_roles_query(request):
+            return json.dumps(self.roles())
+        message = self.chaos(request["action"], request.get("node"), request.get("value"))
+        say(f"chaos: {message}")
+        return message
 
 
 def _cgroup_parent() -> Path | None:
@@ -688,7 +539,7 @@ def up(args: argparse.Namespace) -> int:
         start_server("prometheus", svc.prometheus_argv(addresses["prometheus"], run_dir, addresses["pushgateway"],
                                                        addresses["alertmanager"]))
 
-        control = _serve_control(stack, stopping)
+        control = stack_control.serve(run_dir, stack.answer, stopping)
         say(f"ready in {time.monotonic() - started:.0f} s:")
         for name, url in stack.urls.items():
             say(f"      {name:13} {url}")
@@ -773,21 +624,18 @@ def status(args: argparse.Namespace) -> int:
 
 
 def chaos(args: argparse.Namespace) -> int:
-    path = Path(args.run_dir).resolve() / "control.sock"
-    if not path.exists():
+    client = stack_control.StackClient(Path(args.run_dir).resolve(), timeout_s=90)  # events-restart waits
+    if not client.serving():                                                         # for Kafka to serve again
         say("no stack is running (or it is still starting)")
         return 1
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(90)  # events-restart waits for the events Kafka to serve again
-        s.connect(str(path))
-        s.sendall((json.dumps({"action": args.chaos_action, "node": args.node, "value": args.value}) + "\n").encode())
-        reply = json.loads(s.makefile().readline())
-    print(reply["message"])
-    return 0 if reply["ok"] else 1
+    ok, message = client.ask(args.chaos_action, args.node, args.value)
+    print(message)
+    return 0 if ok else 1
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="deploy/run-local", description=__doc__,
+    description = __doc__.replace("{chaos actions}", faults.usage())  # each kind's own words
+    p = argparse.ArgumentParser(prog="deploy/run-local", description=description,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--run-dir", default=str(ROOT / "run" / "local"), help="logs and state (default %(default)s)")
     sub = p.add_subparsers(dest="action")
@@ -810,10 +658,10 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("down", help="stop a running stack")
     sub.add_parser("status", help="addresses and the quorum's replication state")
     c = sub.add_parser("chaos", help="disturb the running quorum (see above)")
-    c.add_argument("chaos_action", choices=[*NODE_ACTIONS, "partition-leader", *STACK_ACTIONS, "heal"])
-    c.add_argument("node", nargs="?", help=f"follower, leader or a node id (for {', '.join(NODE_ACTIONS)}); "
+    c.add_argument("chaos_action", choices=faults.CHOICES)
+    c.add_argument("node", nargs="?", help=f"follower, leader or a node id (for {', '.join(faults.NODE_ACTIONS)}); "
                                            f"kafka-follower, kafka-leader or kafka-ID: a node of the --kafka-quorum "
-                                           f"cluster (for {', '.join(KAFKA_ACTIONS)}, heal)")
+                                           f"cluster (for {', '.join(faults.KAFKA_ACTIONS)}, heal)")
     c.add_argument("value", nargs="?", type=int, help="for skew: milliseconds (negative: early; after `--`)")
     sub.add_parser("nemesis", add_help=False, help="a seeded schedule of faults on a new stack, every alert judged "
                                                    "against it (deploy/run-local nemesis --help)")

@@ -5,12 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import random
-import signal
-import socket
 import subprocess
-import sys
 import time
 import urllib.parse
 import urllib.request
@@ -20,7 +16,10 @@ import yaml
 
 from .judge import NOTIFY_WITHIN_S, Notification, Series, judge, report
 from .model import Done, Model
-from .schedule import INSTANT, KAFKA, MONITOR, PROJECT, QUIET_END_S, Planned, draw
+from .schedule import INSTANT, QUIET_END_S, Planned, draw
+from stack_control import LAUNCHER_LOG, StackClient, stop_stack  # deploy/ is on the path: __init__
+from stack_control import start_stack as start_launcher
+from stack_faults import BY_KIND, HEAL, MONITOR, PROJECT, request_node
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "alerts" / "quorum-health.rules.yml"
@@ -35,29 +34,8 @@ def say(text: str) -> None:
     print(f"\033[1m[nemesis]\033[0m {text}", flush=True)
 
 
-class StackControl:
-    """The running stack, through RUN_DIR/control.sock and RUN_DIR/stack.json."""
-
-    def __init__(self, run_dir: Path):
-        self.run_dir = run_dir
-
-    @property
-    def state(self) -> dict:
-        return json.loads((self.run_dir / "stack.json").read_text())
-
-    def ask(self, action: str, node: str | int | None = None, value: int | None = None) -> tuple[bool, str]:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            s.settimeout(120)
-            s.connect(str(self.run_dir / "control.sock"))
-            s.sendall((json.dumps({"action": action, "node": node, "value": value}) + "\n").encode())
-            reply = json.loads(s.makefile().readline())
-        return reply["ok"], reply["message"]
-
-    def roles(self) -> dict:
-        ok, message = self.ask("roles")
-        if not ok:
-            raise RuntimeError(message)
-        return json.loads(message)
+class StackControl(StackClient):
+    """The running stack, through RUN_DIR/control.sock and RUN_DIR/stack.json, and its Prometheus."""
 
     def promql_range(self, query: str, start: float, end: float) -> list[dict]:
         results: dict[str, dict] = {}
@@ -170,15 +148,15 @@ class Nemesis:
         cluster_id, nodes, node_roles = target
         began = time.time()
         messages = []
+        fault = BY_KIND[p.kind]
         for node in nodes or [None]:
-            action = p.kind.removeprefix("kafka-")
-            name = f"kafka-{node}" if p.cluster == KAFKA else node
-            ok, message = self.stack.ask(action, name, p.value if p.kind == "skew" else None)
+            value = p.value if p.kind == "skew" else None
+            ok, message = self.stack.ask(fault.action, request_node(p.cluster, node), value)
             messages.append(message)
             if not ok:
                 say(f"{at} #{p.index} {p.kind} {p.target}: the stack refused ({message}); skipped")
                 for healed in nodes[:len(messages) - 1]:
-                    self.stack.ask("heal", f"kafka-{healed}" if p.cluster == KAFKA else healed)
+                    self.stack.ask(HEAL, request_node(p.cluster, healed))
                 return
         done = Done(p, cluster_id, tuple(nodes), tuple(node_roles), began, time.time(), "; ".join(messages))
         self.done.append(done)
@@ -188,7 +166,7 @@ class Nemesis:
 
     def heal(self, d: Done) -> None:
         for node in d.nodes:
-            ok, message = self.stack.ask("heal", f"kafka-{node}" if d.planned.cluster == KAFKA else node)
+            ok, message = self.stack.ask(HEAL, request_node(d.planned.cluster, node))
             if not ok:
                 say(f"heal of #{d.planned.index} on {node} failed: {message}")
         d.healed = time.time()
@@ -267,17 +245,8 @@ def await_calm(stack: StackControl, clusters: list[str]) -> None:
 
 
 def start_stack(run_dir: Path) -> subprocess.Popen:
-    run_dir.mkdir(parents=True, exist_ok=True)
-    log = open(run_dir / "launcher.log", "ab")
-    say(f"starting the stack with --kafka-quorum (log {run_dir / 'launcher.log'})")
-    proc = subprocess.Popen([sys.executable, str(ROOT / "deploy" / "local_stack.py"), "--run-dir", str(run_dir),
-                             "--kafka-quorum"], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while not (run_dir / "control.sock").exists():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"the stack did not start (see {run_dir / 'launcher.log'})")
-        time.sleep(1)
-    return proc
+    say(f"starting the stack with --kafka-quorum (log {run_dir / LAUNCHER_LOG})")
+    return start_launcher(run_dir, "--kafka-quorum", timeout_s=START_TIMEOUT_S)
 
 
 def main(argv: list[str] | None = None, run_dir: str | None = None) -> int:
@@ -354,5 +323,4 @@ def main(argv: list[str] | None = None, run_dir: str | None = None) -> int:
         return 1 if verdict.failed else 0
     finally:
         if launcher is not None:
-            os.killpg(launcher.pid, signal.SIGTERM)
-            launcher.wait(120)
+            stop_stack(launcher, 120)
