@@ -6,7 +6,7 @@ A kind acts on one of three things (its `cluster`): the project's quorum (a node
 `follower`), the --kafka-quorum cluster (`kafka-leader`, `kafka-follower`, `kafka-collector`,
 `kafka-ID`; the schedule names these kinds `kafka-ACTION`), or the monitor itself. The objects
 hold no state: what is disturbed now is the stack's (`frozen`, `killed`, ...), so that the
-launcher's stop and the roles query see it too. The stack side they use is `deploy/local_stack.py`'s
+launcher's stop and the roles query see it too. The stack side they use is `deploy/stack_launcher.py`'s
 `Stack`: its processes and node sets, leader, kafka_target, node_fault, node_control,
 signal_node, stop_node and respawn_node."""
 from __future__ import annotations

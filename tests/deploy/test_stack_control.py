@@ -54,13 +54,13 @@ def test_every_kind_offered_or_drawn_is_one_fault_object():
 
 
 class FakeStack:
-    """deploy/local_stack.py's Stack with its nodes' processes and control sockets played: what the
+    """deploy/stack_launcher.py's Stack with its nodes' processes and control sockets played: what the
     faults do to them is recorded."""
 
     def __new__(cls, tmp_path):
         from argparse import Namespace
 
-        from deploy.local_stack import Stack
+        from deploy.stack_launcher import Stack
         from local_services import NodeSpec
         stack = Stack(tmp_path, Namespace())
         stack.nodes = {i: NodeSpec(i, f"127.0.0.1:{9000 + i}", tmp_path / f"{i}.yaml", i <= 3) for i in (1, 2, 3, 4)}
