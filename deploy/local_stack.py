@@ -53,7 +53,7 @@ sys.path.insert(0, str(ROOT / "deploy"))
 import local_services as svc  # noqa: E402
 import stack_control  # noqa: E402
 import stack_faults as faults  # noqa: E402
-from stack_launcher import up  # noqa: E402
+from stack_launcher import RUN_DIR, add_arguments, up  # noqa: E402
 from stack_processes import STATE_FILE, STOP_TIMEOUT_S, read_state, say  # noqa: E402
 
 
@@ -113,24 +113,11 @@ def main(argv: list[str] | None = None) -> int:
     description = __doc__.replace("{chaos actions}", faults.usage())  # each kind's own words
     p = argparse.ArgumentParser(prog="deploy/run-local", description=description,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--run-dir", default=str(ROOT / "run" / "local"), help="logs and state (default %(default)s)")
+    p.add_argument("--run-dir", default=str(RUN_DIR), help="logs and state (default %(default)s)")
     sub = p.add_subparsers(dest="action")
     p.set_defaults(action="up")
     for parser in (p, sub.add_parser("up", help="start the stack (the default)")):
-        parser.add_argument("--broker-port", type=int, default=None, help="Kafka port (default: a free one)")
-        parser.add_argument("--partitions", type=int, default=8, help="events topic partitions (default %(default)s)")
-        parser.add_argument("--voters", type=int, default=3, help="voters in the quorum (default %(default)s)")
-        parser.add_argument("--observers", type=int, default=1, help="observers in the quorum (default %(default)s)")
-        parser.add_argument("--synthetic", type=int, default=0, metavar="N",
-                            help="also run N synthetic quorums with scripted faults (default %(default)s)")
-        parser.add_argument("--duration", type=float, default=None, help="stop by itself after this many seconds")
-        parser.add_argument("--secure", action="store_true",
-                            help="secure the stack's Kafka as production clusters are (SASL_SSL with SCRAM, TLS, "
-                                 "ACLs): each part runs under its own principal, configured with Kafka's own client "
-                                 "properties files in RUN_DIR/credentials")
-        parser.add_argument("--kafka-quorum", action="store_true",
-                            help="also run a real Apache Kafka KRaft cluster (3 controllers, 1 broker) and watch it "
-                                 "with `quorum collect`")
+        add_arguments(parser)
     sub.add_parser("down", help="stop a running stack")
     sub.add_parser("status", help="addresses and the quorum's replication state")
     c = sub.add_parser("chaos", help="disturb the running quorum (see above)")

@@ -99,15 +99,15 @@ class StackStartError(RuntimeError):
 
 
 def start_stack(run_dir: Path, *flags: str, timeout_s: float) -> subprocess.Popen:
-    """`deploy/local_stack.py --run-dir RUN_DIR FLAGS` in a session of its own (its output in
-    RUN_DIR/launcher.log), returned once its control socket is there and stack.json reads. A
-    launcher that stops first, or is not ready in `timeout_s`, is stopped and the error carries
-    the end of its log."""
+    """The launcher, `deploy/stack_launcher.py --run-dir RUN_DIR FLAGS` (FLAGS: those of
+    `deploy/run-local up`), in a session of its own (its output in RUN_DIR/launcher.log),
+    returned once its control socket is there and stack.json reads. A launcher that stops
+    first, or is not ready in `timeout_s`, is stopped and the error carries the end of its log."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     log = run_dir / LAUNCHER_LOG
     with open(log, "ab") as out:
-        proc = subprocess.Popen([sys.executable, str(ROOT / "deploy" / "local_stack.py"), "--run-dir", str(run_dir),
+        proc = subprocess.Popen([sys.executable, str(ROOT / "deploy" / "stack_launcher.py"), "--run-dir", str(run_dir),
                                  *flags], stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     client = StackClient(run_dir)
     deadline = time.monotonic() + timeout_s

@@ -41,6 +41,7 @@ from quorum.local_kafka.loopback_ports import free_port  # noqa: E402
 START_TIMEOUT_S = 60
 JOB_START_TIMEOUT_S = 240  # the first micro-batch includes starting the JVM and the Python workers
 QUORUM = [sys.executable, "-m", "quorum.cli"]
+RUN_DIR = ROOT / "run" / "local"
 
 
 class Stack:
@@ -403,3 +404,35 @@ def up(args: argparse.Namespace) -> int:
         if console:
             console.stop()
         say("stopped")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`up`'s flags (deploy/local_stack.py's CLI offers them on itself and on `up`)."""
+    parser.add_argument("--broker-port", type=int, default=None, help="Kafka port (default: a free one)")
+    parser.add_argument("--partitions", type=int, default=8, help="events topic partitions (default %(default)s)")
+    parser.add_argument("--voters", type=int, default=3, help="voters in the quorum (default %(default)s)")
+    parser.add_argument("--observers", type=int, default=1, help="observers in the quorum (default %(default)s)")
+    parser.add_argument("--synthetic", type=int, default=0, metavar="N",
+                        help="also run N synthetic quorums with scripted faults (default %(default)s)")
+    parser.add_argument("--duration", type=float, default=None, help="stop by itself after this many seconds")
+    parser.add_argument("--secure", action="store_true",
+                        help="secure the stack's Kafka as production clusters are (SASL_SSL with SCRAM, TLS, "
+                             "ACLs): each part runs under its own principal, configured with Kafka's own client "
+                             "properties files in RUN_DIR/credentials")
+    parser.add_argument("--kafka-quorum", action="store_true",
+                        help="also run a real Apache Kafka KRaft cluster (3 controllers, 1 broker) and watch it "
+                             "with `quorum collect`")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`deploy/local_stack.py up` alone: how stack_control.start_stack starts a stack for the
+    nemesis, the incident picture and the tests, without the CLI in between."""
+    p = argparse.ArgumentParser(prog="deploy/stack_launcher.py", description="start the local stack "
+                                "(deploy/run-local --help says more)")
+    p.add_argument("--run-dir", default=str(RUN_DIR), help="logs and state (default %(default)s)")
+    add_arguments(p)
+    return up(p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -249,6 +249,51 @@ def start_stack(run_dir: Path) -> subprocess.Popen:
     return start_launcher(run_dir, "--kafka-quorum", timeout_s=START_TIMEOUT_S)
 
 
+def run_and_judge(stack: StackControl, seed: int, minutes: float, report_to: str | None) -> int:
+    """The schedule run on the calm stack, then judged: the report printed (and written to
+    `report_to`); 1 on any failure, 2 on a stack with no Kafka quorum."""
+    state = stack.state
+    if not state.get("kafka_quorum"):
+        say("the stack runs no Kafka quorum: start it with --kafka-quorum")
+        return 2
+    clusters = [PROJECT_CLUSTER, state["kafka_quorum"]["cluster_id"]]
+    say("waiting for both quorums healthy and no alert firing")
+    await_calm(stack, clusters)
+    nemesis = Nemesis(stack, seed, minutes)
+    nemesis.run()
+    end = time.time()
+    time.sleep(5)  # the last second's samples scraped
+    roles = stack.roles()
+    model = Model(nemesis.done, {PROJECT_CLUSTER: set(roles["project"]["voters"]),
+                                 clusters[1]: set(roles["kafka"]["voters"])},
+                  {PROJECT_CLUSTER: set(roles["project"]["observers"]),
+                   clusters[1]: set(roles["kafka"]["observers"])})
+    for_s = rule_seconds()
+    # the last page the schedule demands gets Alertmanager's time to notify it
+    last = max((b for *_, b in model.required_pages(for_s, end)), default=end)
+    time.sleep(max(0.0, min(NOTIFY_WITHIN_S, last + NOTIFY_WITHIN_S - time.time())))
+    series = nemesis.series(end)
+    kept = stack.state.get("notifications")  # where the stack's Alertmanager receiver keeps them
+    series.notifications = read_notifications(Path(kept), nemesis.t0) if kept else None
+    series.notifications_read = time.time()
+    if series.notifications is None:
+        say("the stack keeps no record of Alertmanager's notifications: they are not judged")
+    else:
+        say(f"{sum(n.status == 'firing' for n in series.notifications)} firing notifications from Alertmanager")
+    verdict = judge(model, series, for_s, end)
+    lines = report(verdict, seed, minutes)
+    for line in lines:
+        print(line, flush=True)
+    if report_to:
+        Path(report_to).write_text(json.dumps({
+            "seed": seed, "minutes": minutes, "start": nemesis.t0, "end": end,
+            "faults": [{"index": d.planned.index, "kind": d.kind, "target": d.planned.target,
+                        "cluster": d.cluster_id, "nodes": list(d.nodes), "roles": list(d.roles),
+                        "start": d.start, "healed": d.healed, "message": d.message} for d in nemesis.done],
+            "report": lines}, indent=2))
+    return 1 if verdict.failed else 0
+
+
 def main(argv: list[str] | None = None, run_dir: str | None = None) -> int:
     p = argparse.ArgumentParser(prog="deploy/run-local nemesis", description=(
         "Start the local stack with a real Kafka KRaft quorum (--kafka-quorum), wait until it is calm, then run "
@@ -279,48 +324,8 @@ def main(argv: list[str] | None = None, run_dir: str | None = None) -> int:
         return 0
     directory = Path(run_dir or ROOT / "run" / "nemesis").resolve()
     launcher = None if args.attach else start_stack(directory)
-    stack = StackControl(directory)
     try:
-        state = stack.state
-        if not state.get("kafka_quorum"):
-            say("the stack runs no Kafka quorum: start it with --kafka-quorum")
-            return 2
-        clusters = [PROJECT_CLUSTER, state["kafka_quorum"]["cluster_id"]]
-        say("waiting for both quorums healthy and no alert firing")
-        await_calm(stack, clusters)
-        nemesis = Nemesis(stack, seed, args.minutes)
-        nemesis.run()
-        end = time.time()
-        time.sleep(5)  # the last second's samples scraped
-        roles = stack.roles()
-        model = Model(nemesis.done, {PROJECT_CLUSTER: set(roles["project"]["voters"]),
-                                     clusters[1]: set(roles["kafka"]["voters"])},
-                      {PROJECT_CLUSTER: set(roles["project"]["observers"]),
-                       clusters[1]: set(roles["kafka"]["observers"])})
-        for_s = rule_seconds()
-        # the last page the schedule demands gets Alertmanager's time to notify it
-        last = max((b for *_, b in model.required_pages(for_s, end)), default=end)
-        time.sleep(max(0.0, min(NOTIFY_WITHIN_S, last + NOTIFY_WITHIN_S - time.time())))
-        series = nemesis.series(end)
-        kept = stack.state.get("notifications")  # where the stack's Alertmanager receiver keeps them
-        series.notifications = read_notifications(Path(kept), nemesis.t0) if kept else None
-        series.notifications_read = time.time()
-        if series.notifications is None:
-            say("the stack keeps no record of Alertmanager's notifications: they are not judged")
-        else:
-            say(f"{sum(n.status == 'firing' for n in series.notifications)} firing notifications from Alertmanager")
-        verdict = judge(model, series, for_s, end)
-        lines = report(verdict, seed, args.minutes)
-        for line in lines:
-            print(line, flush=True)
-        if args.report:
-            Path(args.report).write_text(json.dumps({
-                "seed": seed, "minutes": args.minutes, "start": nemesis.t0, "end": end,
-                "faults": [{"index": d.planned.index, "kind": d.kind, "target": d.planned.target,
-                            "cluster": d.cluster_id, "nodes": list(d.nodes), "roles": list(d.roles),
-                            "start": d.start, "healed": d.healed, "message": d.message} for d in nemesis.done],
-                "report": lines}, indent=2))
-        return 1 if verdict.failed else 0
+        return run_and_judge(StackControl(directory), seed, args.minutes, args.report)
     finally:
         if launcher is not None:
             stop_stack(launcher, 120)
