@@ -14,10 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,6 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "deploy"))
+
+from stack_control import LAUNCHER_LOG, StackClient, start_stack, stop_stack  # noqa: E402
+
 CLUSTER = "local-quorum"
 ALERT = "QuorumVoterUnreachable"
 QUIET_S = 15          # healthy time shown before the fault and after the alert resolves
@@ -66,11 +67,10 @@ def await_condition(what: str, check, timeout_s: float = STEP_TIMEOUT_S):
 
 
 def chaos(run_dir: Path, *args: str) -> str:
-    out = subprocess.run([sys.executable, str(ROOT / "deploy" / "local_stack.py"), "--run-dir", str(run_dir),
-                          "chaos", *args], capture_output=True, text=True, timeout=120)
-    if out.returncode != 0:
-        raise RuntimeError(f"chaos {' '.join(args)}: {out.stdout}{out.stderr}")
-    return out.stdout.strip()
+    ok, message = StackClient(run_dir).ask(*args)
+    if not ok:
+        raise RuntimeError(f"chaos {' '.join(args)}: {message}")
+    return message
 
 
 def healthy(prometheus: str) -> bool:
@@ -214,20 +214,12 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     run_dir = Path(args.run_dir or tempfile.mkdtemp(prefix="incident-"))
     run_dir.mkdir(parents=True, exist_ok=True)
-    say(f"starting the local stack in {run_dir} (log {run_dir / 'launcher.log'})")
-    with open(run_dir / "launcher.log", "wb") as log:
-        proc = subprocess.Popen([sys.executable, str(ROOT / "deploy" / "local_stack.py"), "--run-dir", str(run_dir)],
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            def ready():
-                if proc.poll() is not None:
-                    raise RuntimeError(f"the stack stopped: see {run_dir / 'launcher.log'}")
-                return (run_dir / "control.sock").exists() and json.loads((run_dir / "stack.json").read_text())
-            state = await_condition("the stack to start", ready, START_TIMEOUT_S)
-            incident = run_incident(run_dir, state["urls"]["prometheus"])
-        finally:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(90)
+    say(f"starting the local stack in {run_dir} (log {run_dir / LAUNCHER_LOG})")
+    proc = start_stack(run_dir, timeout_s=START_TIMEOUT_S)
+    try:
+        incident = run_incident(run_dir, StackClient(run_dir).state["urls"]["prometheus"])
+    finally:
+        stop_stack(proc, 90)
     say(f"wrote {plot(incident, Path(args.out))}")
     return 0
 

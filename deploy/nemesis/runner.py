@@ -5,12 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import random
-import signal
-import socket
 import subprocess
-import sys
 import time
 import urllib.parse
 import urllib.request
@@ -20,7 +16,10 @@ import yaml
 
 from .judge import NOTIFY_WITHIN_S, Notification, Series, judge, report
 from .model import Done, Model
-from .schedule import INSTANT, KAFKA, MONITOR, PROJECT, QUIET_END_S, Planned, draw
+from .schedule import INSTANT, QUIET_END_S, Planned, draw
+from stack_control import LAUNCHER_LOG, StackClient, stop_stack  # deploy/ is on the path: __init__
+from stack_control import start_stack as start_launcher
+from stack_faults import BY_KIND, HEAL, MONITOR, PROJECT, request_node
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "alerts" / "quorum-health.rules.yml"
@@ -35,29 +34,8 @@ def say(text: str) -> None:
     print(f"\033[1m[nemesis]\033[0m {text}", flush=True)
 
 
-class StackControl:
-    """The running stack, through RUN_DIR/control.sock and RUN_DIR/stack.json."""
-
-    def __init__(self, run_dir: Path):
-        self.run_dir = run_dir
-
-    @property
-    def state(self) -> dict:
-        return json.loads((self.run_dir / "stack.json").read_text())
-
-    def ask(self, action: str, node: str | int | None = None, value: int | None = None) -> tuple[bool, str]:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            s.settimeout(120)
-            s.connect(str(self.run_dir / "control.sock"))
-            s.sendall((json.dumps({"action": action, "node": node, "value": value}) + "\n").encode())
-            reply = json.loads(s.makefile().readline())
-        return reply["ok"], reply["message"]
-
-    def roles(self) -> dict:
-        ok, message = self.ask("roles")
-        if not ok:
-            raise RuntimeError(message)
-        return json.loads(message)
+class StackControl(StackClient):
+    """The running stack, through RUN_DIR/control.sock and RUN_DIR/stack.json, and its Prometheus."""
 
     def promql_range(self, query: str, start: float, end: float) -> list[dict]:
         results: dict[str, dict] = {}
@@ -170,15 +148,15 @@ class Nemesis:
         cluster_id, nodes, node_roles = target
         began = time.time()
         messages = []
+        fault = BY_KIND[p.kind]
         for node in nodes or [None]:
-            action = p.kind.removeprefix("kafka-")
-            name = f"kafka-{node}" if p.cluster == KAFKA else node
-            ok, message = self.stack.ask(action, name, p.value if p.kind == "skew" else None)
+            value = p.value if p.kind == "skew" else None
+            ok, message = self.stack.ask(fault.action, request_node(p.cluster, node), value)
             messages.append(message)
             if not ok:
                 say(f"{at} #{p.index} {p.kind} {p.target}: the stack refused ({message}); skipped")
                 for healed in nodes[:len(messages) - 1]:
-                    self.stack.ask("heal", f"kafka-{healed}" if p.cluster == KAFKA else healed)
+                    self.stack.ask(HEAL, request_node(p.cluster, healed))
                 return
         done = Done(p, cluster_id, tuple(nodes), tuple(node_roles), began, time.time(), "; ".join(messages))
         self.done.append(done)
@@ -188,7 +166,7 @@ class Nemesis:
 
     def heal(self, d: Done) -> None:
         for node in d.nodes:
-            ok, message = self.stack.ask("heal", f"kafka-{node}" if d.planned.cluster == KAFKA else node)
+            ok, message = self.stack.ask(HEAL, request_node(d.planned.cluster, node))
             if not ok:
                 say(f"heal of #{d.planned.index} on {node} failed: {message}")
         d.healed = time.time()
@@ -267,17 +245,53 @@ def await_calm(stack: StackControl, clusters: list[str]) -> None:
 
 
 def start_stack(run_dir: Path) -> subprocess.Popen:
-    run_dir.mkdir(parents=True, exist_ok=True)
-    log = open(run_dir / "launcher.log", "ab")
-    say(f"starting the stack with --kafka-quorum (log {run_dir / 'launcher.log'})")
-    proc = subprocess.Popen([sys.executable, str(ROOT / "deploy" / "local_stack.py"), "--run-dir", str(run_dir),
-                             "--kafka-quorum"], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while not (run_dir / "control.sock").exists():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"the stack did not start (see {run_dir / 'launcher.log'})")
-        time.sleep(1)
-    return proc
+    say(f"starting the stack with --kafka-quorum (log {run_dir / LAUNCHER_LOG})")
+    return start_launcher(run_dir, "--kafka-quorum", timeout_s=START_TIMEOUT_S)
+
+
+def run_and_judge(stack: StackControl, seed: int, minutes: float, report_to: str | None) -> int:
+    """The schedule run on the calm stack, then judged: the report printed (and written to
+    `report_to`); 1 on any failure, 2 on a stack with no Kafka quorum."""
+    state = stack.state
+    if not state.get("kafka_quorum"):
+        say("the stack runs no Kafka quorum: start it with --kafka-quorum")
+        return 2
+    clusters = [PROJECT_CLUSTER, state["kafka_quorum"]["cluster_id"]]
+    say("waiting for both quorums healthy and no alert firing")
+    await_calm(stack, clusters)
+    nemesis = Nemesis(stack, seed, minutes)
+    nemesis.run()
+    end = time.time()
+    time.sleep(5)  # the last second's samples scraped
+    roles = stack.roles()
+    model = Model(nemesis.done, {PROJECT_CLUSTER: set(roles["project"]["voters"]),
+                                 clusters[1]: set(roles["kafka"]["voters"])},
+                  {PROJECT_CLUSTER: set(roles["project"]["observers"]),
+                   clusters[1]: set(roles["kafka"]["observers"])})
+    for_s = rule_seconds()
+    # the last page the schedule demands gets Alertmanager's time to notify it
+    last = max((b for *_, b in model.required_pages(for_s, end)), default=end)
+    time.sleep(max(0.0, min(NOTIFY_WITHIN_S, last + NOTIFY_WITHIN_S - time.time())))
+    series = nemesis.series(end)
+    kept = stack.state.get("notifications")  # where the stack's Alertmanager receiver keeps them
+    series.notifications = read_notifications(Path(kept), nemesis.t0) if kept else None
+    series.notifications_read = time.time()
+    if series.notifications is None:
+        say("the stack keeps no record of Alertmanager's notifications: they are not judged")
+    else:
+        say(f"{sum(n.status == 'firing' for n in series.notifications)} firing notifications from Alertmanager")
+    verdict = judge(model, series, for_s, end)
+    lines = report(verdict, seed, minutes)
+    for line in lines:
+        print(line, flush=True)
+    if report_to:
+        Path(report_to).write_text(json.dumps({
+            "seed": seed, "minutes": minutes, "start": nemesis.t0, "end": end,
+            "faults": [{"index": d.planned.index, "kind": d.kind, "target": d.planned.target,
+                        "cluster": d.cluster_id, "nodes": list(d.nodes), "roles": list(d.roles),
+                        "start": d.start, "healed": d.healed, "message": d.message} for d in nemesis.done],
+            "report": lines}, indent=2))
+    return 1 if verdict.failed else 0
 
 
 def main(argv: list[str] | None = None, run_dir: str | None = None) -> int:
@@ -310,49 +324,8 @@ def main(argv: list[str] | None = None, run_dir: str | None = None) -> int:
         return 0
     directory = Path(run_dir or ROOT / "run" / "nemesis").resolve()
     launcher = None if args.attach else start_stack(directory)
-    stack = StackControl(directory)
     try:
-        state = stack.state
-        if not state.get("kafka_quorum"):
-            say("the stack runs no Kafka quorum: start it with --kafka-quorum")
-            return 2
-        clusters = [PROJECT_CLUSTER, state["kafka_quorum"]["cluster_id"]]
-        say("waiting for both quorums healthy and no alert firing")
-        await_calm(stack, clusters)
-        nemesis = Nemesis(stack, seed, args.minutes)
-        nemesis.run()
-        end = time.time()
-        time.sleep(5)  # the last second's samples scraped
-        roles = stack.roles()
-        model = Model(nemesis.done, {PROJECT_CLUSTER: set(roles["project"]["voters"]),
-                                     clusters[1]: set(roles["kafka"]["voters"])},
-                      {PROJECT_CLUSTER: set(roles["project"]["observers"]),
-                       clusters[1]: set(roles["kafka"]["observers"])})
-        for_s = rule_seconds()
-        # the last page the schedule demands gets Alertmanager's time to notify it
-        last = max((b for *_, b in model.required_pages(for_s, end)), default=end)
-        time.sleep(max(0.0, min(NOTIFY_WITHIN_S, last + NOTIFY_WITHIN_S - time.time())))
-        series = nemesis.series(end)
-        kept = stack.state.get("notifications")  # where the stack's Alertmanager receiver keeps them
-        series.notifications = read_notifications(Path(kept), nemesis.t0) if kept else None
-        series.notifications_read = time.time()
-        if series.notifications is None:
-            say("the stack keeps no record of Alertmanager's notifications: they are not judged")
-        else:
-            say(f"{sum(n.status == 'firing' for n in series.notifications)} firing notifications from Alertmanager")
-        verdict = judge(model, series, for_s, end)
-        lines = report(verdict, seed, args.minutes)
-        for line in lines:
-            print(line, flush=True)
-        if args.report:
-            Path(args.report).write_text(json.dumps({
-                "seed": seed, "minutes": args.minutes, "start": nemesis.t0, "end": end,
-                "faults": [{"index": d.planned.index, "kind": d.kind, "target": d.planned.target,
-                            "cluster": d.cluster_id, "nodes": list(d.nodes), "roles": list(d.roles),
-                            "start": d.start, "healed": d.healed, "message": d.message} for d in nemesis.done],
-                "report": lines}, indent=2))
-        return 1 if verdict.failed else 0
+        return run_and_judge(StackControl(directory), seed, args.minutes, args.report)
     finally:
         if launcher is not None:
-            os.killpg(launcher.pid, signal.SIGTERM)
-            launcher.wait(120)
+            stop_stack(launcher, 120)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from stack_faults import BY_KIND, MONITOR
+
 QUIET_START_S = 20.0   # the healthy stack watched before the first fault
 QUIET_END_S = 90.0     # every fault healed this long before the end: recovery is judged too
 GAP_S = (3.0, 15.0)    # between two fault starts
@@ -13,22 +15,24 @@ DURATION_S = (8.0, 45.0)
 SKEW_MS = (2000, 8000)  # a publisher's clock off by this much, early or late
 MONITOR_FAULT_SPACING_S = 150.0  # a job restart takes a minute or more here: one monitor fault at a time
 
-PROJECT, KAFKA, MONITOR = "project", "kafka", "monitor"
-
+# the kinds are deploy/stack_faults.py's, by the names it gives them (`kafka-ACTION` on the Kafka
+# quorum's nodes); here, how often each is drawn and on which targets: kind -> (weight, targets)
+WEIGHTS: dict[str, tuple[float, dict[str, float]]] = {
+    "freeze": (3, {"follower": 5, "leader": 3, "observer": 1, "majority": 1}),
+    "kill": (2, {"follower": 5, "leader": 3, "observer": 1, "majority": 1}),
+    "cutoff": (2, {"follower": 5, "leader": 3, "observer": 1, "majority": 1}),
+    "slow-disk": (1, {"follower": 1}),
+    "skew": (1, {"follower": 2, "leader": 2, "observer": 1}),
+    "kafka-freeze": (2, {"kafka-follower": 4, "kafka-leader": 3, "kafka-collector": 2, "kafka-majority": 1}),
+    "kafka-kill": (1, {"kafka-follower": 4, "kafka-leader": 3, "kafka-collector": 1}),
+    "kafka-cutoff": (1, {"kafka-follower": 3, "kafka-leader": 2}),
+    "job-kill": (0.5, {"job": 1}),
+    "events-restart": (0.5, {"events": 1}),
+}
 # kind -> (cluster, weight, targets with their weights)
 KINDS: dict[str, tuple[str, float, dict[str, float]]] = {
-    "freeze": (PROJECT, 3, {"follower": 5, "leader": 3, "observer": 1, "majority": 1}),
-    "kill": (PROJECT, 2, {"follower": 5, "leader": 3, "observer": 1, "majority": 1}),
-    "cutoff": (PROJECT, 2, {"follower": 5, "leader": 3, "observer": 1, "majority": 1}),
-    "slow-disk": (PROJECT, 1, {"follower": 1}),
-    "skew": (PROJECT, 1, {"follower": 2, "leader": 2, "observer": 1}),
-    "kafka-freeze": (KAFKA, 2, {"kafka-follower": 4, "kafka-leader": 3, "kafka-collector": 2, "kafka-majority": 1}),
-    "kafka-kill": (KAFKA, 1, {"kafka-follower": 4, "kafka-leader": 3, "kafka-collector": 1}),
-    "kafka-cutoff": (KAFKA, 1, {"kafka-follower": 3, "kafka-leader": 2}),
-    "job-kill": (MONITOR, 0.5, {"job": 1}),
-    "events-restart": (MONITOR, 0.5, {"events": 1}),
-}
-INSTANT = ("job-kill", "events-restart")  # over once done: nothing to heal
+    kind: (BY_KIND[kind].cluster, weight, targets) for kind, (weight, targets) in WEIGHTS.items()}
+INSTANT = tuple(kind for kind in KINDS if BY_KIND[kind].instant)  # over once done: nothing to heal
 VOTERS_OUT = {"majority": 2, "kafka-majority": 2, "follower": 1, "leader": 1, "kafka-follower": 1, "kafka-leader": 1}
 MAX_VOTERS_OUT = 2  # of 3: a majority out, never the whole quorum
 

@@ -4,7 +4,7 @@ the nodes' logs, the Pushgateway's and Prometheus's stored series) goes, and not
 directory is touched."""
 from __future__ import annotations
 
-from deploy.local_stack import PER_RUN_STATE, _clear_previous_run
+from deploy.stack_run_dir import PER_RUN_STATE, clear_previous_run
 
 
 def test_a_second_run_starts_without_the_previous_runs_state_and_keeps_everything_else(tmp_path):
@@ -17,13 +17,13 @@ def test_a_second_run_starts_without_the_previous_runs_state_and_keeps_everythin
     (tmp_path / "operator-notes.txt").write_text("mine")
     (tmp_path / "checkpoints-backup").mkdir()
 
-    _clear_previous_run(tmp_path)
+    clear_previous_run(tmp_path)
 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoints-backup", "operator-notes.txt"]
     assert (tmp_path / "operator-notes.txt").read_text() == "mine"
 
 
 def test_a_fresh_directory_is_left_as_it_is(tmp_path):
-    _clear_previous_run(tmp_path)
+    clear_previous_run(tmp_path)
     assert list(tmp_path.iterdir()) == []
     assert "stack.json" not in PER_RUN_STATE  # a running stack's state file makes `up` refuse instead

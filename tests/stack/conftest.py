@@ -7,8 +7,6 @@ leaves the quorum healed."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -18,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from deploy.stack_control import StackClient, start_stack, stop_stack
 from tests.prometheus_tools import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,30 +39,21 @@ def chaos(run_dir: Path, *args: str) -> None:
 
 
 def state_of(run_dir: Path) -> dict:
-    return json.loads((run_dir / "stack.json").read_text())
+    return StackClient(run_dir).state
 
 
 # package scope: the stack stops after the last test here, before the other suites run
 @pytest.fixture(scope="package")
 def stack(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("stack")
-    log = open(run_dir / "launcher.log", "wb")
-    # secured (SASL_SSL, SCRAM, ACLs): every part under its own principal, the chaos tests on top
-    proc = subprocess.Popen([sys.executable, str(ROOT / "deploy" / "local_stack.py"), "--run-dir", str(run_dir),
-                             "--kafka-quorum", "--secure"],
-                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    launcher = None
     try:
-        def ready():
-            if proc.poll() is not None:
-                raise AssertionError(f"launcher exited: {(run_dir / 'launcher.log').read_text()[-3000:]}")
-            state = run_dir / "stack.json"
-            return (run_dir / "control.sock").exists() and json.loads(state.read_text())
-        state = await_value("the stack to start", ready, START_TIMEOUT_S)
-        yield run_dir, state
+        # secured (SASL_SSL, SCRAM, ACLs): every part under its own principal, the chaos tests on top
+        launcher = start_stack(run_dir, "--kafka-quorum", "--secure", timeout_s=START_TIMEOUT_S)
+        yield run_dir, StackClient(run_dir).state
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(90)
-        log.close()
+        if launcher is not None:
+            stop_stack(launcher, 90)
         leftovers = subprocess.run(["pgrep", "-f", str(run_dir)], capture_output=True, text=True).stdout.split()
         assert not leftovers, f"processes left behind: {leftovers}"
 
