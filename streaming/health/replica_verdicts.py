@@ -13,7 +13,7 @@ measured against comes back in the verdict (`trend`) for the tracker to keep.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from . import lag_trend
 from . import statuses as S
@@ -133,7 +133,7 @@ def _apart(e: ReplicaFacts) -> str:
     return f"valid fetches {e.gap_ms} ms apart on average, {e.peak_ms} ms at the longest lately"
 
 
-def _partitioned(name: str, applies, what) -> Rule:
+def _partitioned(name: str, applies: Callable[[ReplicaFacts], bool], what: Callable[[ReplicaFacts], str]) -> Rule:
     """A node alive by its own records, saying it does not follow the leader (or campaigns
     between following it): its fetches do not reach the leader."""
     return Rule(name, S.PARTITIONED, lambda e, cfg: e.speaks and applies(e),
