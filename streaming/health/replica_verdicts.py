@@ -12,7 +12,6 @@ measured against comes back in the verdict (`trend`) for the tracker to keep.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
 from . import lag_trend
@@ -33,9 +32,9 @@ class ReplicaVerdict(NamedTuple):
     trend: LagSample | None = None  # the lag sample to measure the next trend against (rule `behind`)
 
 
-@dataclass(frozen=True, slots=True)
-class ReplicaFacts:
-    """What one evaluation knows of one replica. Times named `*_age`/`*_for` are durations: on
+class ReplicaFacts(NamedTuple):
+    """What one evaluation knows of one replica (a tuple: gathered for every replica at every
+    evaluation, so cheap to make). Times named `*_age`/`*_for` are durations: on
     the leader's clock for its fetches (`stamp` is its now), on the quorum's for the node's own
     records; None where there is nothing to measure from."""
     rid: int
@@ -238,21 +237,21 @@ class ReplicaJudge:
         poll = s.poll
         rejected = r.rejected
         leader_leo = s.leader_leo
+        has_view = view is not None
+        own_ms = r.own_ms
+        # positional, in the fields' order: made for every replica at every evaluation
         return ReplicaFacts(
-            rid=rid, leader=s.leader, epoch=s.epoch, leader_alive=leader_alive, handover=handover,
-            held=r.status, gone=self.gone(r, now_ms), refused_age=now_ms - r.refused_ms,
-            via=view.via if view is not None else None, view_age=view_age,
-            view_allowance_ms=s.leader_alive_allowance_ms, poll_interval=poll.interval if poll is not None else -1,
-            stamp=stamp, fetch_silence=stamp - max(r.last_fetch, view.since) if view is not None else None,
-            fetched=r.last_fetch >= 0, caught_up_age=stamp - lcu if lcu >= 0 and view is not None else None,
-            behind_for=stamp - (lcu if lcu >= 0 else r.first_fetch) if view is not None else None,
-            rejected=rejected,
-            rejected_age=stamp - rejected.stamp if rejected is not None and view is not None else None,
-            gap_ms=r.gap_ms, peak_ms=max(r.gap_ms, r.gap_peak_ms),
-            own_age=now_ms - r.own_ms if r.own_ms >= 0 else None, alive_within=self.alive_within(r),
-            report=s.reports.get(str(rid)), back_for=now_ms - r.back_ms, silent_ms=r.silent_ms,
-            campaigns=r.campaigns,
-            lag=max(0, leader_leo - r.leo) if leader_leo >= 0 and r.leo >= 0 else None, lag_ref=r.lag_ref)
+            rid, s.leader, s.epoch, leader_alive, handover, r.status, self.gone(r, now_ms), now_ms - r.refused_ms,
+            view.via if has_view else None, view_age, s.leader_alive_allowance_ms,
+            poll.interval if poll is not None else -1,
+            stamp, stamp - max(r.last_fetch, view.since) if has_view else None, r.last_fetch >= 0,
+            stamp - lcu if lcu >= 0 and has_view else None,
+            stamp - (lcu if lcu >= 0 else r.first_fetch) if has_view else None,
+            rejected, stamp - rejected.stamp if rejected is not None and has_view else None,
+            r.gap_ms, max(r.gap_ms, r.gap_peak_ms),
+            now_ms - own_ms if own_ms >= 0 else None, self.alive_within(r),
+            s.reports.get(str(rid)), now_ms - r.back_ms, r.silent_ms, r.campaigns,
+            max(0, leader_leo - r.leo) if leader_leo >= 0 and r.leo >= 0 else None, r.lag_ref)
 
     def gone(self, r: ReplicaState, now_ms: int) -> bool:
         """Its metrics endpoint, which answered before, refuses connections since its last own

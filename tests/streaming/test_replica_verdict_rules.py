@@ -2,8 +2,6 @@
 expected), the evidence a healthy follower's with the few facts the case is about changed."""
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
 from streaming.health import statuses as S
@@ -25,7 +23,7 @@ HELD = Verdict(S.LAGGING, 90_000, "not caught up for 3000 ms; behind: 40 records
 
 
 def facts(**changed) -> ReplicaFacts:
-    return replace(FOLLOWER, **changed)
+    return FOLLOWER._replace(**changed)
 
 
 def lagging(**changed) -> ReplicaFacts:
