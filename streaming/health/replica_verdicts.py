@@ -34,9 +34,9 @@ class ReplicaVerdict(NamedTuple):
 
 class ReplicaFacts(NamedTuple):
     """What one evaluation knows of one replica (a tuple: gathered for every replica at every
-    evaluation, so cheap to make). Times named `*_age`/`*_for` are durations: on
-    the leader's clock for its fetches (`stamp` is its now), on the quorum's for the node's own
-    records; None where there is nothing to measure from."""
+    evaluation, so cheap to make). Times named `*_age`/`*_for` are durations: on the leader's
+    clock for its fetches (`stamp` is its now), on the quorum's for the node's own records;
+    None where there is nothing to measure from."""
     rid: int
     leader: int
     epoch: int
