@@ -119,6 +119,13 @@ class Leadership:
             s.leader_change_times = (s.leader_change_times + [t])[-MAX_TIMES_KEPT:]
         s.leader, s.leader_leo = leader, -1
 
+    def forget_old_changes(self, now_ms: int) -> None:
+        """Forget epoch and leader changes older than the storm window (done after the quorum's
+        evidence is gathered, which counts only the ones within it)."""
+        s, window = self.s, self.cfg.storm_window_ms
+        s.epoch_changes = [t for t in s.epoch_changes if now_ms - t <= window]
+        s.leader_change_times = [t for t in s.leader_change_times if now_ms - t <= window]
+
     def _new_incarnation(self, t: int) -> None:
         """Honest nodes never go back in epoch: a majority of voters reporting a lower epoch than
         the current one, after it began, while its leader is no longer heard, is the cluster

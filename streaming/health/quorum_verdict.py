@@ -2,14 +2,13 @@
 applies wins (statuses.py lists the statuses in that order).
 
 The evidence is gathered once per evaluation (`leader_evidence` before the replicas are judged,
-`quorum_evidence` after; the latter also forgets leader changes older than the storm window). A rule names the status it gives, when it applies, and the
-reason it tells; `HOLD` keeps the status held before (a handover or an election under way is not
-leaderless until the fetch timeout).
+`quorum_evidence` after), without changing state. A rule (rules.py) names itself, the status it
+gives, when it applies, and the reason it tells; `HOLD` keeps the status held before (a handover
+or an election under way is not leaderless until the fetch timeout).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, NamedTuple
 
 from quorum.kafka_client import kafka_failures
 
@@ -17,6 +16,7 @@ from . import statuses as S
 from .config import HealthConfig
 from .leadership import Leadership, ViewNow
 from .replica_verdicts import CAMPAIGNING, ReplicaJudge, ReplicaVerdict
+from .rules import Rule, first_match
 from .state import PollState, QuorumState, Verdict
 
 HOLD = "hold"
@@ -68,12 +68,6 @@ class QuorumEvidence:
         return self.reachable - (self.voters // 2 + 1)
 
 
-class Rule(NamedTuple):
-    status: str
-    applies: Callable[[QuorumEvidence, HealthConfig], bool]
-    reason: Callable[[QuorumEvidence, HealthConfig], str]
-
-
 def _unobserved(e: QuorumEvidence, cfg: HealthConfig) -> str:
     refused = e.poll.error in kafka_failures.COLLECTOR_SIDE
     return (f"the collector {'is refused' if refused else 'reaches no node'}: DescribeQuorum failing "
@@ -97,32 +91,34 @@ def _healthy(e: QuorumEvidence, cfg: HealthConfig) -> str:
 
 
 RULES = (
-    Rule(S.SPLIT_BRAIN, lambda e, cfg: len(e.lead.claimants) >= 2,
+    Rule("split brain", S.SPLIT_BRAIN, lambda e, cfg: len(e.lead.claimants) >= 2,
          lambda e, cfg: f"nodes {e.lead.claimants} claim epoch {e.epoch}"),
-    Rule(S.UNOBSERVED, lambda e, cfg: e.unobserved, _unobserved),
-    Rule(S.LEADERLESS, lambda e, cfg: not e.lead.alive and e.lead.gone_for > cfg.unreachable_after_ms, _leaderless),
-    Rule(HOLD, lambda e, cfg: not e.lead.alive, lambda e, cfg: ""),
-    Rule(S.NO_MAJORITY, lambda e, cfg: not e.majority,
+    Rule("unobserved", S.UNOBSERVED, lambda e, cfg: e.unobserved, _unobserved),
+    Rule("leaderless", S.LEADERLESS,
+         lambda e, cfg: not e.lead.alive and e.lead.gone_for > cfg.unreachable_after_ms, _leaderless),
+    Rule("handover", HOLD, lambda e, cfg: not e.lead.alive, lambda e, cfg: ""),
+    Rule("no majority", S.NO_MAJORITY, lambda e, cfg: not e.majority,
          lambda e, cfg: e.partition or f"{e.reachable} of {e.voters} voters reachable"),
-    Rule(S.STALLED_QUORUM, lambda e, cfg: e.hw_age is None or e.hw_age > cfg.hw_stall_after_ms + e.hw_allowance_ms,
+    Rule("high watermark stalled", S.STALLED_QUORUM,
+         lambda e, cfg: e.hw_age is None or e.hw_age > cfg.hw_stall_after_ms + e.hw_allowance_ms,
          lambda e, cfg: f"high watermark {e.hw} not advanced for {e.hw_age} ms"),
-    Rule(S.DEGRADED, lambda e, cfg: bool(e.behind), lambda e, cfg: e.partition or f"voters {e.behind} not caught up"),
-    Rule(S.DEGRADED, lambda e, cfg: bool(e.lead.zombies), lambda e, cfg: f"zombie leaders {e.lead.zombies}"),
-    Rule(S.DEGRADED, lambda e, cfg: e.leader_changes >= cfg.storm_leader_changes,
+    Rule("voters behind", S.DEGRADED, lambda e, cfg: bool(e.behind),
+         lambda e, cfg: e.partition or f"voters {e.behind} not caught up"),
+    Rule("zombie leaders", S.DEGRADED, lambda e, cfg: bool(e.lead.zombies),
+         lambda e, cfg: f"zombie leaders {e.lead.zombies}"),
+    Rule("election storm", S.DEGRADED, lambda e, cfg: e.leader_changes >= cfg.storm_leader_changes,
          lambda e, cfg: f"{e.leader_changes} leader changes within {cfg.storm_window_ms} ms"),
-    Rule(S.HEALTHY, lambda e, cfg: True, _healthy),
+    Rule("healthy", S.HEALTHY, lambda e, cfg: True, _healthy),
 )
 
 
 def quorum_verdict(e: QuorumEvidence, cfg: HealthConfig, held: Verdict | None) -> tuple[str, str] | None:
     """The first rule that applies: its status and reason (the held ones for `HOLD`, None if
     nothing is held yet)."""
-    for rule in RULES:
-        if rule.applies(e, cfg):
-            if rule.status == HOLD:
-                return None if held is None else (held.status, held.reason)
-            return rule.status, rule.reason(e, cfg)
-    raise AssertionError("the last rule always applies")
+    rule = first_match(RULES, e, cfg)
+    if rule.gives == HOLD:
+        return None if held is None else (held.status, held.reason)
+    return rule.gives, rule.tells(e, cfg)
 
 
 def partition_text(leader: int, leader_alive: bool, leader_side: list[int], cut_off: list[int],
@@ -171,8 +167,8 @@ def leader_evidence(cfg: HealthConfig, s: QuorumState, lead: Leadership, judge: 
 
 def quorum_evidence(cfg: HealthConfig, s: QuorumState, judge: ReplicaJudge, now_ms: int, lead: LeaderEvidence,
                     verdicts: dict[int, ReplicaVerdict]) -> QuorumEvidence:
-    """What the replicas' verdicts say of the voters, with the rest the rules judge by; leader
-    changes older than the storm window are forgotten on the way."""
+    """What the replicas' verdicts say of the voters, with the rest the rules judge by (leader
+    changes counted within the storm window; the tracker forgets older ones after)."""
     status = {rid: v.status for rid, v in verdicts.items()}
     voter_ids = [int(rid) for rid, r in s.replicas.items() if r.role == "voter"]
     voters = len(s.voter_set) if s.voter_set is not None else len(voter_ids)
@@ -180,8 +176,6 @@ def quorum_evidence(cfg: HealthConfig, s: QuorumState, judge: ReplicaJudge, now_
     reachable = sum(1 for v in voter_ids if status.get(v) in REACHABLE or v in following)
     leader_side = sorted({s.leader} | {v for v in voter_ids if status.get(v) in REACHABLE}) if lead.alive else []
     cut_off = sorted(v for v in voter_ids if verdicts.get(v) is not None and verdicts[v].cause == S.PARTITIONED)
-    s.epoch_changes = [t for t in s.epoch_changes if now_ms - t <= cfg.storm_window_ms]
-    s.leader_change_times = [t for t in s.leader_change_times if now_ms - t <= cfg.storm_window_ms]
     hw_since = s.hw_advanced_ms if s.hw_advanced_ms >= 0 else s.started_ms
     poll = s.poll
     polls_failing = poll is not None and poll.failures > 0
@@ -195,7 +189,8 @@ def quorum_evidence(cfg: HealthConfig, s: QuorumState, judge: ReplicaJudge, now_
         leader_side=leader_side, cut_off=cut_off,
         partition=partition_text(s.leader, lead.alive, leader_side, cut_off, voter_ids, voters, s.previous_leader),
         hw=s.hw, hw_age=now_ms - hw_since if hw_since >= 0 else None, hw_allowance_ms=s.leader_alive_allowance_ms,
-        leader_changes=len(s.leader_change_times), poll=poll, polls_failing=polls_failing,
+        leader_changes=sum(1 for t in s.leader_change_times if now_ms - t <= cfg.storm_window_ms),
+        poll=poll, polls_failing=polls_failing,
         # the collector reaches no node, and no node's own record arrives: nothing to judge by (a
         # poll error that is evidence, an error answer or refused connections, is judged by the rules)
         unobserved=polls_failing and poll.blind and now_ms - heard > cfg.unreachable_after_ms,

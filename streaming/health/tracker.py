@@ -402,6 +402,7 @@ class QuorumTracker:
             s.emitted_run = self.run_id
         verdicts, rows = self._judge_replicas(now_ms, lead, silent, emit_snapshot, full)
         evidence = quorum_evidence(self.cfg, s, self.judge, now_ms, lead, verdicts)
+        self.lead.forget_old_changes(now_ms)
         self._settle_quorum(evidence, silent)
         if emit_snapshot and s.status is not None:
             s.seq += 1
@@ -435,6 +436,8 @@ class QuorumTracker:
                 continue
             verdict = verdicts[rid] = self.judge.verdict(rid, r, now_ms, lead.alive, lead.view, lead.view_age,
                                                          lead.handover)
+            if verdict.trend is not None:
+                r.lag_ref = verdict.trend  # the `behind` rule's lag sample: the next trend's base
             # The leader's own row is never held: it leads now, whatever it was a moment ago.
             r.status = settle(r.status, verdict.status, verdict.reason, now_ms, silent, kind="replica",
                               hold_ms=cfg.recovery_hold_ms if rid != s.leader else 0, cause=verdict.cause,
