@@ -64,6 +64,7 @@ TRIGGER_MS = 1000  # the job's own trigger and health tick
 STATE_PARTITIONS = 4
 BATCH_LINE = re.compile(r"streaming\.batches: batch (\d+): .*, (\d+) ms$", re.M)
 STATUS_LINE = re.compile(r'^quorum_status\{cluster="([^"]+)",[^}]*status="([^"]+)"\} 1(?:\.0)?$', re.M)
+SCRAPE_EVERY_S = 10
 EXECUTOR_ID = re.compile(r"--executor-id (\S+)")
 
 
@@ -108,9 +109,9 @@ def rest_time_s(stamp: str) -> float:
 
 def is_health_stage(stage: dict, partitions: int) -> bool:
     """A stage of the health state: a task per state partition, reading the shuffle that brings
-    each quorum's records to its partition, and keeping state (its state-store metrics)."""
-    names = " ".join(a.get("name", "") for a in stage.get("accumulatorUpdates", []))
-    return stage["numTasks"] == partitions and stage.get("shuffleReadBytes", 0) > 0 and "state" in names
+    each quorum's records to its partition (the source's stage writes it; AQE, which could merge
+    partitions, is off in a stateful query)."""
+    return stage["numTasks"] == partitions and stage.get("shuffleReadBytes", 0) > 0
 
 
 def partitions_by_executor(task_lists: list[list[dict]]) -> dict[str, set[int]]:
@@ -133,6 +134,8 @@ class ClusterRun:
     executors: dict[str, dict] = field(default_factory=dict)  # id -> worker, pid, totalTasks
     health_partitions: dict[str, set[int]] = field(default_factory=dict)  # executor id -> partitions
     health_stages: int = 0
+    stages_in_window: bool = True  # False: no health stage began in the window, the run's are shown
+    healthy_seen: list[tuple[float, int]] = field(default_factory=list)  # (s after the load's start, healthy)
     tasks_per_worker: dict[int, int] = field(default_factory=dict)  # all the app's tasks
     healthy_at_warmup: int = 0
     watched: int = 0
@@ -159,12 +162,16 @@ class ClusterRun:
         for eid, e in sorted(self.executors.items()):
             parts = sorted(self.health_partitions.get(eid, ()))
             lines.append(f"    executor {eid} (worker {e['worker']}, pid {e['pid']}): {e['tasks']} tasks in all; "
-                         f"health state partitions {parts or 'none'} in the window's {self.health_stages} "
-                         f"health stages")
+                         f"health state partitions {parts or 'none'} in the "
+                         f"{'window' if self.stages_in_window else 'run'}'s {self.health_stages} health stages")
         lines.append(f"    quorums healthy at the warm-up's end: {self.healthy_at_warmup} of {self.quorums}; "
                      f"watched through the window: {self.watched}; the cut-off quorum: {self.cut_status}; "
                      f"others not healthy at the end: {len(self.others_unhealthy)}"
                      + (f" ({dict(list(self.others_unhealthy.items())[:5])})" if self.others_unhealthy else ""))
+        all_at = next((t for t, n in self.healthy_seen if n >= self.quorums), None)
+        lines.append("    healthy quorums in the exporter every 10 s from the load's start: "
+                     + ", ".join(f"{t:.0f} s {n}" for t, n in self.healthy_seen)
+                     + ("; all healthy first" + (f" at {all_at:.0f} s" if all_at is not None else ": never")))
         durations = self.batches
         lines.append(f"    batches: {len(durations)} in {self.seconds:.0f} s, p50 {percentile(durations, 50) or 0} ms, "
                      f"p99 {percentile(durations, 99) or 0} ms, longest {max(durations, default=0)} ms "
@@ -312,12 +319,12 @@ class FleetOnCluster:
         health.start()
         load = CollectorLoad(a.quorums, a.warmup_seconds + a.seconds + a.tail_seconds, self.broker.bootstrap,
                              self.topic, cut_off_after_s=a.warmup_seconds + a.seconds / 3)
-        sleep_until(load.start_ms / 1000 + a.warmup_seconds)
+        self.watch_until(load.start_ms / 1000 + a.warmup_seconds, load.start_ms / 1000, run)
         t0, log0 = time.time(), self.log_path.stat().st_size
         groups0 = self.process_groups(driver.pid)
         cpu0 = {k: {p: cpu_seconds(p, reaped_children=True) for p in pids} for k, pids in groups0.items()}
         at_warmup = current_statuses(get_text(self.url("/metrics")) or "")
-        sleep_until(t0 + a.seconds)
+        self.watch_until(t0 + a.seconds, load.start_ms / 1000, run)
         t1 = time.time()
         groups1 = self.process_groups(driver.pid)
         cpu1 = {k: {p: cpu_seconds(p, reaped_children=True) for p in pids} for k, pids in groups1.items()}
@@ -337,6 +344,15 @@ class FleetOnCluster:
         health.join(10)
         run.detection_s = detection_s(health.transitions, load.cut)
         return run
+
+    def watch_until(self, wall_s: float, start_s: float, run: ClusterRun) -> None:
+        """Until `wall_s`, the exporter scraped every SCRAPE_EVERY_S (as Prometheus would): how
+        many quorums it shows healthy."""
+        while time.time() < wall_s:
+            nxt = time.time() + SCRAPE_EVERY_S
+            statuses = current_statuses(get_text(self.url("/metrics")) or "")
+            run.healthy_seen.append((time.time() - start_s, sum(1 for s in statuses.values() if s == "healthy")))
+            sleep_until(min(nxt, wall_s))
 
     def judge_statuses(self, run: ClusterRun, at_warmup: dict, at_end: dict, cut) -> None:
         cut_name = f"fleet-{cut.cluster:04d}"
@@ -359,8 +375,10 @@ class FleetOnCluster:
                 run.executors[e["id"]] = {"worker": worker, "pid": pid, "tasks": e["totalTasks"]}
         stages = get_json(f"{api}/stages?status=complete")
         (self.tmp / "stages.json").write_text(json.dumps(stages))
-        health = [s for s in stages if is_health_stage(s, STATE_PARTITIONS) and "submissionTime" in s
-                  and t0 <= rest_time_s(s["submissionTime"]) <= t1]
+        health = [s for s in stages if is_health_stage(s, STATE_PARTITIONS) and "submissionTime" in s]
+        window = [s for s in health if t0 <= rest_time_s(s["submissionTime"]) <= t1]
+        run.stages_in_window = bool(window)
+        health = window or health
         run.health_stages = len(health)
         tasks = [get_json(f"{api}/stages/{s['stageId']}/{s['attemptId']}/taskList?length=100") for s in health[:30]]
         run.health_partitions = partitions_by_executor(tasks)
