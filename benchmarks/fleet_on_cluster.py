@@ -295,7 +295,8 @@ class FleetOnCluster:
         executors = [p for pids in self.cluster.executors().values() for p in pids]
         daemons = [p.pid for p in [self.cluster.master, *self.cluster.workers] if p is not None]
         driver = [driver_pid, *descendants(driver_pid)]
-        driver_python = [p for p in driver if "streaming/cli.py" in command_line(p)]
+        # the driver's JVM names streaming/cli.py among its arguments too: the Python is the one run by python
+        driver_python = [p for p in driver if "python" in command_line(p).split(" ")[0]]
         return {"cluster daemons": daemons, "executor JVMs": executors,
                 "executors' Python workers": [d for e in executors for d in descendants(e)],
                 "driver JVM": [p for p in driver if p not in driver_python], "driver Python": driver_python,
