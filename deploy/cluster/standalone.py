@@ -8,6 +8,8 @@ submit the job to it with `deploy/cluster/spark-submit.sh --master <cluster.url>
         cluster.executors()              # {worker index: [executor JVM pids]}
         cluster.kill_worker(0)           # SIGKILL the worker's JVM and its executors
 
+`stop_driver(driver)` ends a job submitted in client mode as an operator's Ctrl-C would.
+
 Leaving the block stops every process the cluster started (workers, their executors and the
 executors' Python workers, the master) and waits for them to be gone.
 """
@@ -223,3 +225,18 @@ class StandaloneCluster:
     def leftovers(self) -> list[int]:
         """Processes the cluster started that still run (none once stopped)."""
         return [pid for pid, _ in sorted(self._known) if alive((pid, _))]
+
+
+def stop_driver(driver: subprocess.Popen) -> None:
+    """SIGTERM to the job's Python process, as an operator's Ctrl-C: it stops its queries and exits
+    0, and spark-submit with it. SIGKILL to all of it only if that does not happen."""
+    if driver.poll() is not None:
+        return
+    python = [p for p in descendants(driver.pid) if "streaming/cli.py" in command_line(p)]
+    for pid in python:
+        os.kill(pid, signal.SIGTERM)
+    try:
+        driver.wait(90)
+    except subprocess.TimeoutExpired:
+        os.killpg(driver.pid, signal.SIGKILL)
+        driver.wait(10)

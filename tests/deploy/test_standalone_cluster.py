@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import threading
@@ -21,7 +20,7 @@ import pytest
 import yaml
 from confluent_kafka import Consumer, TopicPartition
 
-from deploy.cluster.standalone import StandaloneCluster, alive, command_line, descendants, identity
+from deploy.cluster.standalone import StandaloneCluster, alive, descendants, identity, stop_driver
 from prometheus_tools import wait_for
 from quorum.local_kafka.loopback_ports import free_port
 from quorum.synthetic import Fault, SyntheticConfig, publish
@@ -83,21 +82,6 @@ class HealthTopic:
     def transitions(self, cluster: str, replica: int | None = None, status: str | None = None) -> list[dict]:
         return [e for e in self.poll() if e["event"] == "transition" and e["cluster_id"] == cluster
                 and (replica is None or e.get("replica_id") == replica) and (status is None or e["status"] == status)]
-
-
-def stop_driver(driver: subprocess.Popen) -> None:
-    """SIGTERM to the job's Python process, as an operator's Ctrl-C: it stops its queries and exits
-    0, and spark-submit with it. SIGKILL to all of it only if that does not happen."""
-    if driver.poll() is not None:
-        return
-    python = [p for p in descendants(driver.pid) if "streaming/cli.py" in command_line(p)]
-    for pid in python:
-        os.kill(pid, signal.SIGTERM)
-    try:
-        driver.wait(90)
-    except subprocess.TimeoutExpired:
-        os.killpg(driver.pid, signal.SIGKILL)
-        driver.wait(10)
 
 
 def test_job_on_a_standalone_cluster_survives_a_killed_worker(broker, topic_factory, tmp_path):
