@@ -7,7 +7,7 @@ watermark), and the high watermark follows the leader's; an error answer waits a
 (the state's `fetch_failed`).
 
 `FollowerFetches` sends the requests (the transitions and the timers call it);
-`FetchAnswerHandler` reads their answers.
+`FetchResponseHandler` reads their answers.
 """
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ class FollowerFetches:
 
 
 @dataclass(eq=False)
-class FetchAnswerHandler:
+class FetchResponseHandler:
     """What the answer to one of this node's fetches changes."""
     identity: NodeIdentity
     config: RaftConfig

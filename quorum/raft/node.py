@@ -34,16 +34,16 @@ from quorum.raft.config import DEFAULT_TOPIC, RaftConfig
 from quorum.raft.epoch_states import EpochState
 from quorum.raft.errors import NotLeaderError
 from quorum.raft.fetch_answers import FetchAnswers
-from quorum.raft.fetch_follower import FetchAnswerHandler, FollowerFetches
+from quorum.raft.fetch_follower import FetchResponseHandler, FollowerFetches
 from quorum.raft.fetch_leader import FetchRequestHandler
 from quorum.raft.identity import NodeIdentity
 from quorum.raft.leader_appends import LeaderAppends
 from quorum.raft.leader_state import LeaderState
 from quorum.raft.log import DATA, ReplicatedLog
-from quorum.raft.messages import (BeginQuorumEpochRequest, BeginQuorumEpochResponse, DescribeQuorumPartitionResponse,
-                                  DescribeQuorumRequest, DescribeQuorumResponse, EndQuorumEpochRequest,
-                                  EndQuorumEpochResponse, FetchRequest, FetchResponse, Message, VoteRequest,
-                                  VoteResponse)
+from quorum.raft.messages import (BeginQuorumEpochRequest, BeginQuorumEpochResponse,
+                                  DescribeQuorumPartitionResponse, DescribeQuorumRequest, DescribeQuorumResponse,
+                                  EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest, FetchResponse,
+                                  Message, VoteRequest, VoteResponse)
 from quorum.raft.metrics import MetricsTracker, RaftMetrics
 from quorum.raft.node_state import NodeState
 from quorum.raft.outbox import Outbox
@@ -95,14 +95,14 @@ class RaftNode:
         self._status = NodeStatus(me, config, log, node, step, outbox, metrics)
         vote = VoteHandler(me, config, rng, log, node, step, outbox, transitions)
         epochs = QuorumEpochHandler(me, config, node, step, outbox, transitions, self._timers)
-        fetch_answers = FetchAnswerHandler(me, config, log, node, step, outbox, metrics, fetches, transitions)
+        fetch_responses = FetchResponseHandler(me, config, log, node, step, outbox, metrics, fetches, transitions)
         fetch_requests = FetchRequestHandler(me, config, log, node, step, answers, appends)
         self._handlers = {
             VoteRequest: vote.handle_request, VoteResponse: vote.handle_response,
             BeginQuorumEpochRequest: epochs.handle_begin_request,
             BeginQuorumEpochResponse: epochs.handle_begin_response,
             EndQuorumEpochRequest: epochs.handle_end_request, EndQuorumEpochResponse: epochs.handle_end_response,
-            FetchRequest: fetch_requests.handle_request, FetchResponse: fetch_answers.handle_response,
+            FetchRequest: fetch_requests.handle_request, FetchResponse: fetch_responses.handle_response,
             DescribeQuorumRequest: self._status.handle_describe_request,
             DescribeQuorumResponse: _ignore,
         }
