@@ -4,8 +4,8 @@ Each state knows its epoch, the leader it knows (-1 none), the vote it cast in t
 (-1 none), the timers it runs and the `ElectionState` it stands for on disk, and answers for
 itself what depends on it alone: whether it grants a vote, when its timers next fire, what an
 answered, failed or lost fetch changes. A state sends nothing and changes into no other
-state: the node (node.py) asks it, then transitions, persists and sends; the table of
-transitions is in node.py. Leaders have their own file (leader_state.py) because they track
+state: the node's handlers ask it, and transitions.py moves, persists and sends; the table
+of transitions is there. Leaders have their own file (leader_state.py) because they track
 replicas.
 """
 from __future__ import annotations
