@@ -60,7 +60,9 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "deploy"), str(ROOT / "tests")]
+# the project's packages first: tests/ has a `streaming` package of its own (the tests of streaming/)
+sys.path[:0] = [str(ROOT)]
+sys.path += [str(ROOT / "deploy"), str(ROOT / "tests")]
 
 from prometheus_config import JOB, prometheus_config  # noqa: E402
 from prometheus_tools import Server, http_get, promql  # noqa: E402
