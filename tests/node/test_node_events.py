@@ -5,7 +5,6 @@ and `state_change`; with the events broker unreachable the quorum still elects a
 commits, and the drops are counted."""
 from __future__ import annotations
 
-import time
 from collections import defaultdict
 
 import pytest

@@ -4,10 +4,7 @@ the node keeps serving everyone else. Runs a real single-voter node in-process."
 from __future__ import annotations
 
 import asyncio
-import socket
 import struct
-
-import pytest
 
 from quorum.local_kafka.loopback_ports import free_port
 from quorum.node.config import from_mapping

@@ -2,7 +2,6 @@
 truncation and the epoch cache behave as the divergence check needs."""
 from __future__ import annotations
 
-import os
 
 import pytest
 

@@ -11,7 +11,7 @@ import pytest
 from streaming.health import statuses as S
 from streaming.health.config import HealthConfig
 from streaming.health.leadership import Leadership
-from streaming.health.quorum_verdict import (HOLD, RULES, LeaderEvidence, QuorumEvidence, partition_text,
+from streaming.health.quorum_verdict import (RULES, LeaderEvidence, QuorumEvidence, partition_text,
                                              quorum_evidence, quorum_verdict)
 from streaming.health.replica_verdicts import ReplicaJudge, ReplicaVerdict
 from streaming.health.rules import first_match
