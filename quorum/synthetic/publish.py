@@ -14,7 +14,7 @@ from quorum.synthetic.config import SyntheticConfig
 from quorum.synthetic.model import SyntheticQuorum
 
 # Same partitioner as Kafka's Java client and kafka-python (murmur2), so a quorum's key lands
-# in the same partition whichever client published it (tests/foundation/test_events.py proves it).
+# in the same partition whichever client published it (tests/contract/test_events.py proves it).
 PRODUCER_DEFAULTS = {
     "partitioner": "murmur2_random",
     "linger.ms": 20,

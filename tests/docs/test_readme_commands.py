@@ -1,7 +1,7 @@
 """The commands the README shows run as shown: the two set-up commands and the operator's commands
 answer `--help`, the shipped job config passes `streaming check-config`, and every benchmark the
 README lists explains itself with `--help`. (The commands themselves run in tests/stack,
-tests/deploy and tests/node.)"""
+tests/deploy, tests/node and tests/kafka_watch.)"""
 from __future__ import annotations
 
 import os

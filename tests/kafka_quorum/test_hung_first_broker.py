@@ -21,8 +21,8 @@ from quorum import events
 from quorum.kafka_watch import collector
 from quorum.kafka_watch.bootstrap_race import MAX_HEDGE_S
 
-from tests.node.test_collector import read_keyed
-from tests.node.test_hung_bootstrap_node import DESCRIBE_TIMEOUT_MS, describe_answered
+from tests.kafka_watch.test_collector import read_keyed
+from tests.kafka_watch.test_hung_bootstrap_node import DESCRIBE_TIMEOUT_MS, describe_answered
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.kafka_shape(combined=True, reason="a bootstrap list of brokers, the first one hanging")]

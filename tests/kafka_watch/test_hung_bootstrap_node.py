@@ -15,7 +15,7 @@ from quorum.kafka_watch import collector
 from quorum.kafka_watch.bootstrap_race import MAX_HEDGE_S
 from quorum.testing.local_cluster import FAST, Cluster
 
-from tests.node.test_collector import collect, read_keyed
+from tests.kafka_watch.test_collector import collect, read_keyed
 
 pytestmark = pytest.mark.slow
 
