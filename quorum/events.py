@@ -39,9 +39,6 @@ FETCH_OUTCOMES = (
     "inconsistent_cluster_id",  # request from another cluster
     "not_leader",               # reached a node that is not the leader
 )
-# Key segment the health topic's sink uses for its quorum-wide rows (`key_of`); the events
-# topic itself is keyed per quorum (`quorum_key`).
-QUORUM_KEY = "quorum"
 # DescribeQuorum v2's ReplicaDirectoryId as Kafka prints a Uuid (base64url, no padding, 22
 # characters); the zero Uuid means "unknown", as in Kafka (v0/v1 answers, static voters).
 UNKNOWN_DIRECTORY_ID = "AAAAAAAAAAAAAAAAAAAAAA"

@@ -55,7 +55,7 @@ def high_watermark_candidate(voter_end_offsets: list[int]) -> int:
 class LeaderState(EpochState):
     __slots__ = ("epoch_start_offset", "voters", "self_id", "voter_progress", "observer_progress",
                  "endorsed", "granting_voters", "fetched_voters", "check_quorum_deadline",
-                 "begin_resend_deadline", "last_append_ms", "idle_interval_ms", "parked", "elected_ms")
+                 "begin_resend_deadline", "last_append_ms", "idle_interval_ms", "parked")
     name = "leader"
     ends_election = True
 
@@ -76,7 +76,6 @@ class LeaderState(EpochState):
         self.last_append_ms = now
         self.idle_interval_ms = idle_interval_ms   # a NoOp record after this long without appends (0: never)
         self.parked: dict[int, ParkedFetch] = {}
-        self.elected_ms = now
 
     def current_state(self, is_voter: bool) -> str:
         return self.name

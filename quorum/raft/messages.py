@@ -284,11 +284,6 @@ Response = Union[VoteResponse, BeginQuorumEpochResponse, EndQuorumEpochResponse,
                  DescribeQuorumResponse]
 REQUEST_TYPES = (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest,
                  DescribeQuorumRequest)
-RESPONSE_TYPES = (VoteResponse, BeginQuorumEpochResponse, EndQuorumEpochResponse, FetchResponse,
-                  DescribeQuorumResponse)
-API_KEYS = {VoteRequest: 52, VoteResponse: 52, BeginQuorumEpochRequest: 53,
-            BeginQuorumEpochResponse: 53, EndQuorumEpochRequest: 54, EndQuorumEpochResponse: 54,
-            FetchRequest: 1, FetchResponse: 1, DescribeQuorumRequest: 55, DescribeQuorumResponse: 55}
 
 
 @dataclass(frozen=True, slots=True)
