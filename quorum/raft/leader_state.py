@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from quorum.raft.epoch_states import EpochState
-from quorum.raft.messages import Message, ReplicaState
+from quorum.raft.messages import Message, DescribeQuorumReplica
 
 
 class ReplicaProgress:
@@ -31,8 +31,8 @@ class ReplicaProgress:
         self.last_fetch_timestamp = max(self.last_fetch_timestamp, now)
         self.end_offset = fetch_offset
 
-    def describe(self) -> ReplicaState:
-        return ReplicaState(self.replica_id, self.end_offset, self.last_fetch_timestamp,
+    def describe(self) -> DescribeQuorumReplica:
+        return DescribeQuorumReplica(self.replica_id, self.end_offset, self.last_fetch_timestamp,
                             self.last_caught_up_timestamp)
 
 
@@ -138,10 +138,10 @@ class LeaderState(EpochState):
         for r in gone:
             del self.observer_progress[r]
 
-    def describe_replicas(self, now: int, own_end_offset: int) -> tuple[tuple[ReplicaState, ...],
-                                                                       tuple[ReplicaState, ...]]:
+    def describe_replicas(self, now: int, own_end_offset: int) -> tuple[tuple[DescribeQuorumReplica, ...],
+                                                                       tuple[DescribeQuorumReplica, ...]]:
         """Voters (the leader reports itself with `now` for both timestamps) and observers."""
-        voters = tuple(ReplicaState(v, own_end_offset, now, now) if v == self.self_id
+        voters = tuple(DescribeQuorumReplica(v, own_end_offset, now, now) if v == self.self_id
                        else self.voter_progress[v].describe() for v in self.voters)
         observers = tuple(p.describe() for _, p in sorted(self.observer_progress.items()))
         return voters, observers

@@ -243,8 +243,9 @@ class DescribeQuorumRequest:
 
 
 @dataclass(frozen=True, slots=True)
-class ReplicaState:
-    """KIP-836 per-replica state; -1 means unknown."""
+class DescribeQuorumReplica:
+    """One replica in a DescribeQuorum answer (Kafka's DescribeQuorumResponse ReplicaState,
+    KIP-836); -1 means unknown."""
     replica_id: int
     log_end_offset: int
     last_fetch_timestamp: int
@@ -258,8 +259,8 @@ class DescribeQuorumPartitionResponse:
     leader_id: int
     leader_epoch: int
     high_watermark: int
-    current_voters: tuple[ReplicaState, ...]
-    observers: tuple[ReplicaState, ...]
+    current_voters: tuple[DescribeQuorumReplica, ...]
+    observers: tuple[DescribeQuorumReplica, ...]
     error_message: str | None = None
 
 
