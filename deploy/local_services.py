@@ -3,7 +3,6 @@ loopback ports; all files live under the stack's run directory."""
 from __future__ import annotations
 
 import json
-import socket
 import sys
 import time
 import urllib.request
@@ -46,13 +45,6 @@ def await_condition(what: str, check, timeout_s: float, interval_s: float = 0.2,
             last_error = e
         time.sleep(interval_s)
     raise StartError(f"{what} not ready after {timeout_s:.0f} s" + (f" ({last_error})" if last_error else ""))
-
-
-def port_open(address: str) -> bool:
-    host, port = address.rsplit(":", 1)
-    with socket.socket() as s:
-        s.settimeout(0.5)
-        return s.connect_ex((host, int(port))) == 0
 
 
 def http_ok(url: str) -> bool:

@@ -39,9 +39,6 @@ FETCH_OUTCOMES = (
     "inconsistent_cluster_id",  # request from another cluster
     "not_leader",               # reached a node that is not the leader
 )
-# Key segment the health topic's sink uses for its quorum-wide rows (`key_of`); the events
-# topic itself is keyed per quorum (`quorum_key`).
-QUORUM_KEY = "quorum"
 # DescribeQuorum v2's ReplicaDirectoryId as Kafka prints a Uuid (base64url, no padding, 22
 # characters); the zero Uuid means "unknown", as in Kafka (v0/v1 answers, static voters).
 UNKNOWN_DIRECTORY_ID = "AAAAAAAAAAAAAAAAAAAAAA"
@@ -79,8 +76,9 @@ def spec(*, minimum: int | None = None, choices: tuple[str, ...] | None = None,
 # --- nested ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
-class ReplicaState:
-    """One replica as DescribeQuorum reports it (KIP-836); -1 means unknown."""
+class SnapshotReplica:
+    """One replica in a `quorum_snapshot` record's voters or observers, as DescribeQuorum reports
+    it (KIP-836); -1 means unknown."""
     replica_id: int = spec(minimum=0, doc="node id")
     log_end_offset: int = spec(minimum=-1, doc="replica's log end offset as the leader knows it")
     last_fetch_timestamp_ms: int = spec(minimum=-1, doc="leader time of the replica's last valid fetch")
@@ -192,8 +190,8 @@ class QuorumSnapshot:
     leader_id: int = spec(minimum=-1, doc="leader (-1 unknown)")
     leader_epoch: int = spec(minimum=0, doc="leader epoch")
     high_watermark: int = spec(minimum=-1, doc="high watermark (-1 unknown)")
-    voters: tuple[ReplicaState, ...] = spec(doc="voters with their KIP-836 state")
-    observers: tuple[ReplicaState, ...] = spec(doc="observers with their KIP-836 state")
+    voters: tuple[SnapshotReplica, ...] = spec(doc="voters with their KIP-836 state")
+    observers: tuple[SnapshotReplica, ...] = spec(doc="observers with their KIP-836 state")
     source: str = spec(doc="the bootstrap server that answered")
     poll_interval_ms: int = spec(minimum=-1, default=-1, doc="the collector's poll interval (-1 unknown)")
     latency_ms: int = spec(minimum=-1, default=-1, doc="how long DescribeQuorum took (-1 unknown)")
@@ -245,7 +243,7 @@ class FieldSpec:
 
 
 _KINDS = {str: "string", int: "long", tuple[int, ...]: "long_list",
-          tuple[ReplicaState, ...]: "replica_list"}
+          tuple[SnapshotReplica, ...]: "replica_list"}
 
 
 @lru_cache(maxsize=None)
@@ -290,7 +288,7 @@ def _check_value(record_type: str, fs: FieldSpec, value: Any) -> Any:
     if fs.kind == "replica_list":
         if not isinstance(value, list):
             raise bad(f"expected array of replica objects, got {_json_type(value)}")
-        return tuple(_from_mapping(ReplicaState, v, f"{record_type}.{fs.name}[]") for v in value)
+        return tuple(_from_mapping(SnapshotReplica, v, f"{record_type}.{fs.name}[]") for v in value)
     raise AssertionError(fs.kind)
 
 
@@ -372,7 +370,7 @@ def to_dict(record: Record) -> dict[str, Any]:
     return out
 
 
-_REPLICA_FIELDS = tuple(f.name for f in dataclasses.fields(ReplicaState))
+_REPLICA_FIELDS = tuple(f.name for f in dataclasses.fields(SnapshotReplica))
 
 
 def encode(record: Record) -> bytes:
@@ -391,7 +389,7 @@ def _json_encode(record: Record) -> bytes:
 
 
 _RECORD_ENCODERS: dict[type, Callable[[Record], bytes]] = {}
-_REPLICA_KINDS = tuple((f.name, str if f.type in (str, "str") else int) for f in dataclasses.fields(ReplicaState))
+_REPLICA_KINDS = tuple((f.name, str if f.type in (str, "str") else int) for f in dataclasses.fields(SnapshotReplica))
 _REPLICA_TEMPLATE = "{" + ",".join('"%s":%s' % (name, "%s" if kind is str else "%d") for name, kind in _REPLICA_KINDS) + "}"
 
 
@@ -399,7 +397,7 @@ def _replicas_json(replicas: Any) -> str | None:
     """A replica list as json writes it; None when a value is not of its field's type."""
     parts = []
     for r in replicas:
-        if type(r) is not ReplicaState:
+        if type(r) is not SnapshotReplica:
             return None
         values = []
         for name, kind in _REPLICA_KINDS:

@@ -105,7 +105,7 @@ def _fast_fields() -> dict[str, FieldSpec]:
 
 def _sql_type(fs: FieldSpec) -> str:
     if fs.kind == "replica_list":
-        fields = ", ".join(f"{r.name}: {_sql_type(r)}" for r in events.field_specs(events.ReplicaState))
+        fields = ", ".join(f"{r.name}: {_sql_type(r)}" for r in events.field_specs(events.SnapshotReplica))
         return f"array<struct<{fields}>>"
     return {"string": "string", "long": "bigint", "long_list": "array<bigint>"}[fs.kind]
 
@@ -168,7 +168,7 @@ def _value_ok(fs: FieldSpec, v: str) -> str:
     if fs.kind == "replica_list":
         # each element an object (Spark reads any other JSON value as null or fails the parse)
         # whose every field passes; coalesce: a null rule is a reject, not an unknown
-        each = " AND ".join(f"({_field_ok(r, f'r.{r.name}')})" for r in events.field_specs(events.ReplicaState))
+        each = " AND ".join(f"({_field_ok(r, f'r.{r.name}')})" for r in events.field_specs(events.SnapshotReplica))
         return f"NOT exists({v}, r -> r IS NULL OR NOT coalesce({each}, false))"
     raise AssertionError(f"{fs.name}: {fs.kind} has no fast check")
 
@@ -206,7 +206,7 @@ def _accepted(max_future_ms: int) -> str:
 def _replica_fields() -> str:
     """A replica struct's fields as `named_struct` takes them, defaults filled in."""
     parts = []
-    for r in events.field_specs(events.ReplicaState):
+    for r in events.field_specs(events.SnapshotReplica):
         value = f"r.{r.name}" if r.required else f"coalesce(r.{r.name}, {_sql_default(r)})"
         parts.append(f"{_quote(r.name)}, {value}")
     return ", ".join(parts)

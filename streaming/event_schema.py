@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pyspark.sql import types as T
 
-from quorum.events import ReplicaState, envelope_fields, field_specs
+from quorum.events import SnapshotReplica, envelope_fields, field_specs
 
 _HEAD = [T.StructField("type", T.StringType()), T.StructField("version", T.LongType())]
 
@@ -18,15 +18,15 @@ def _spark_type(kind: str) -> T.DataType:
     if kind == "long_list":
         return T.ArrayType(T.LongType())
     if kind == "replica_list":
-        return T.ArrayType(spark_schema(ReplicaState))
+        return T.ArrayType(spark_schema(SnapshotReplica))
     raise AssertionError(kind)
 
 
 def spark_schema(cls: type) -> T.StructType:
-    """The Spark StructType of one record type (or ReplicaState), with `type` and `version`
+    """The Spark StructType of one record type (or SnapshotReplica), with `type` and `version`
     first for the record types. Fields are nullable: Spark's JSON reader yields null for a
     missing or mistyped field and validation turns that into a named reject."""
-    head = [] if cls is ReplicaState else list(_HEAD)
+    head = [] if cls is SnapshotReplica else list(_HEAD)
     return T.StructType(head + [T.StructField(fs.name, _spark_type(fs.kind)) for fs in field_specs(cls)])
 
 

@@ -176,13 +176,6 @@ class RunningJob:
         self.listener.remove()
         self.writer.close()
 
-    def await_termination(self) -> None:
-        """Block until a query ends; a failed query's error is raised."""
-        self.spark.streams.awaitAnyTermination()
-        for q in self.queries:
-            if q.exception() is not None:
-                raise q.exception()
-
 
 def job_batch_writer(cfg: JobConfig) -> HealthBatchWriter:
     """The job's outputs as the config names them: the health topic's undelivered events spooled

@@ -92,9 +92,6 @@ class Fleet:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
-    def all_watches(self) -> list[ClusterWatch]:
-        return [watch for watch, _ in self.watches.values()]
-
     def check_lateness(self) -> None:
         """Logs the clusters that fell behind their cadence, and those that caught up."""
         now = time.monotonic()

@@ -22,8 +22,8 @@ def snapshot(result: dict[str, Any], cluster_id: str, source: str, now_ms: int,
 def snapshot_of(info: QuorumInfo, cluster_id: str, source: str, now_ms: int, topic: str = "__cluster_metadata",
                 partition: int = 0, *, poll_interval_ms: int = -1, latency_ms: int = -1,
                 answered_by: int = -1) -> events.QuorumSnapshot:
-    def rs(r) -> events.ReplicaState:
-        return events.ReplicaState(r.replica_id, r.log_end_offset, r.last_fetch_timestamp,
+    def rs(r) -> events.SnapshotReplica:
+        return events.SnapshotReplica(r.replica_id, r.log_end_offset, r.last_fetch_timestamp,
                                    r.last_caught_up_timestamp, r.directory_id)
     return events.QuorumSnapshot(cluster_id=cluster_id, topic=topic, partition=partition, time_ms=now_ms,
                                  leader_id=info.leader_id, leader_epoch=max(info.leader_epoch, 0),

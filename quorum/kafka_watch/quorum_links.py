@@ -70,9 +70,6 @@ class QuorumLinks:
         self._conns: dict[Endpoint, PeerConnection] = {}
         self._describe_codecs: dict[int, _Encoded] = {}  # version -> the request, encoded once
 
-    def knows_version(self, at: Endpoint) -> bool:
-        return at in self._versions
-
     def ask_describe(self, at: Endpoint, deadline: float) -> asyncio.Future:
         """The quorum as the node at `at` describes it, as a future (an error answer: DescribeError).
         Once the version is agreed, the request goes out at once and its answer is read in the

@@ -1,6 +1,6 @@
 """A process started in a cgroup (v2) of its own, from its first instruction: every socket it opens
 then belongs to that cgroup, and kernel packet-filter rules can tell its traffic apart from the
-other processes sending from 127.0.0.1 (tests/packet_filter.py)."""
+other processes sending from 127.0.0.1 (deploy/packet_filter.py)."""
 from __future__ import annotations
 
 import os

@@ -11,7 +11,7 @@
 Each node has its own ports, data directory and log under one base directory. Faults are the
 real ones: a node is frozen (SIGSTOP), killed (SIGKILL), stopped in order or restarted from its
 data. With `cgroup_parent` each node runs in a cgroup of its own from its first instruction, so
-kernel packet-filter rules can tell its traffic apart (see tests/packet_filter.py).
+kernel packet-filter rules can tell its traffic apart (see deploy/packet_filter.py).
 
   with KafkaCluster(kafka_version="3.9.1", topology="combined", voter_set="static") as cluster:
       cluster.bootstrap              # the brokers' client ports, for clients and `quorum collect`

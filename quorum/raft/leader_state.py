@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from quorum.raft.epoch_states import EpochState
-from quorum.raft.messages import Message, ReplicaState
+from quorum.raft.messages import Message, DescribeQuorumReplica
 
 
 class ReplicaProgress:
@@ -31,8 +31,8 @@ class ReplicaProgress:
         self.last_fetch_timestamp = max(self.last_fetch_timestamp, now)
         self.end_offset = fetch_offset
 
-    def describe(self) -> ReplicaState:
-        return ReplicaState(self.replica_id, self.end_offset, self.last_fetch_timestamp,
+    def describe(self) -> DescribeQuorumReplica:
+        return DescribeQuorumReplica(self.replica_id, self.end_offset, self.last_fetch_timestamp,
                             self.last_caught_up_timestamp)
 
 
@@ -55,7 +55,7 @@ def high_watermark_candidate(voter_end_offsets: list[int]) -> int:
 class LeaderState(EpochState):
     __slots__ = ("epoch_start_offset", "voters", "self_id", "voter_progress", "observer_progress",
                  "endorsed", "granting_voters", "fetched_voters", "check_quorum_deadline",
-                 "begin_resend_deadline", "last_append_ms", "idle_interval_ms", "parked", "elected_ms")
+                 "begin_resend_deadline", "last_append_ms", "idle_interval_ms", "parked")
     name = "leader"
     ends_election = True
 
@@ -76,7 +76,6 @@ class LeaderState(EpochState):
         self.last_append_ms = now
         self.idle_interval_ms = idle_interval_ms   # a NoOp record after this long without appends (0: never)
         self.parked: dict[int, ParkedFetch] = {}
-        self.elected_ms = now
 
     def current_state(self, is_voter: bool) -> str:
         return self.name
@@ -139,10 +138,10 @@ class LeaderState(EpochState):
         for r in gone:
             del self.observer_progress[r]
 
-    def describe_replicas(self, now: int, own_end_offset: int) -> tuple[tuple[ReplicaState, ...],
-                                                                       tuple[ReplicaState, ...]]:
+    def describe_replicas(self, now: int, own_end_offset: int) -> tuple[tuple[DescribeQuorumReplica, ...],
+                                                                       tuple[DescribeQuorumReplica, ...]]:
         """Voters (the leader reports itself with `now` for both timestamps) and observers."""
-        voters = tuple(ReplicaState(v, own_end_offset, now, now) if v == self.self_id
+        voters = tuple(DescribeQuorumReplica(v, own_end_offset, now, now) if v == self.self_id
                        else self.voter_progress[v].describe() for v in self.voters)
         observers = tuple(p.describe() for _, p in sorted(self.observer_progress.items()))
         return voters, observers

@@ -31,8 +31,6 @@ LEADER_CHANGE = "leader_change"
 NOOP = "noop"
 KRAFT_VERSION = "kraft_version"
 VOTERS = "voters"
-RECORD_KINDS = (DATA, LEADER_CHANGE, NOOP, KRAFT_VERSION, VOTERS)
-CONTROL_KINDS = (LEADER_CHANGE, NOOP, KRAFT_VERSION, VOTERS)
 
 
 class LogRecord(NamedTuple):

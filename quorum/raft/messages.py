@@ -243,8 +243,9 @@ class DescribeQuorumRequest:
 
 
 @dataclass(frozen=True, slots=True)
-class ReplicaState:
-    """KIP-836 per-replica state; -1 means unknown."""
+class DescribeQuorumReplica:
+    """One replica in a DescribeQuorum answer (Kafka's DescribeQuorumResponse ReplicaState,
+    KIP-836); -1 means unknown."""
     replica_id: int
     log_end_offset: int
     last_fetch_timestamp: int
@@ -258,8 +259,8 @@ class DescribeQuorumPartitionResponse:
     leader_id: int
     leader_epoch: int
     high_watermark: int
-    current_voters: tuple[ReplicaState, ...]
-    observers: tuple[ReplicaState, ...]
+    current_voters: tuple[DescribeQuorumReplica, ...]
+    observers: tuple[DescribeQuorumReplica, ...]
     error_message: str | None = None
 
 
@@ -284,11 +285,6 @@ Response = Union[VoteResponse, BeginQuorumEpochResponse, EndQuorumEpochResponse,
                  DescribeQuorumResponse]
 REQUEST_TYPES = (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest,
                  DescribeQuorumRequest)
-RESPONSE_TYPES = (VoteResponse, BeginQuorumEpochResponse, EndQuorumEpochResponse, FetchResponse,
-                  DescribeQuorumResponse)
-API_KEYS = {VoteRequest: 52, VoteResponse: 52, BeginQuorumEpochRequest: 53,
-            BeginQuorumEpochResponse: 53, EndQuorumEpochRequest: 54, EndQuorumEpochResponse: 54,
-            FetchRequest: 1, FetchResponse: 1, DescribeQuorumRequest: 55, DescribeQuorumResponse: 55}
 
 
 @dataclass(frozen=True, slots=True)

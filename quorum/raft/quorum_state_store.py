@@ -21,12 +21,6 @@ class ElectionState:
     voted_id: int = -1           # -1: no vote cast in this epoch
     voters: tuple[int, ...] = ()
 
-    def has_leader(self) -> bool:
-        return self.leader_id != NO_LEADER
-
-    def has_voted(self) -> bool:
-        return self.voted_id != -1
-
 
 class QuorumStateStore(ABC):
 

@@ -21,8 +21,6 @@ _BASE_AND_LENGTH = struct.Struct(">qi")
 _EPOCH = struct.Struct(">i")
 _ATTRS = struct.Struct(">h")
 _CRC = struct.Struct(">I")
-EPOCH_OFFSET = 12
-MAGIC_OFFSET = 16
 CONTROL_MASK = DefaultRecordBatch.CONTROL_MASK
 
 

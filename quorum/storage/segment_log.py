@@ -71,7 +71,6 @@ class SegmentLog:
         self._dirty: set[int] = set()      # fds written since the last flush
         self.epochs = EpochCache()
         self._epochs_persisted: list[tuple[int, int]] | None = None
-        self.last_flush_ms: float = 0.0     # for the slow-disk metric and tests
         self.extra_flush_delay_s: float = 0.0  # fault injection: slow disk
 
     # --- opening and recovery ------------------------------------------------------------------
@@ -163,9 +162,6 @@ class SegmentLog:
     @property
     def last_epoch(self) -> int:
         return self._entries[-1].info.epoch if self._entries else 0
-
-    def batch_infos(self) -> list[BatchInfo]:
-        return [e.info for e in self._entries]
 
     def _entry_index(self, offset: int) -> int:
         """Index of the batch holding `offset` (len(entries) at the log end)."""
@@ -271,13 +267,11 @@ class SegmentLog:
         import time
         target = self._end_offset
         fds, self._dirty = self._dirty, set()
-        started = time.perf_counter()
         if self.fsync:
             for fd in fds:
                 os.fsync(fd)
         if self.extra_flush_delay_s:
             time.sleep(self.extra_flush_delay_s)
-        self.last_flush_ms = (time.perf_counter() - started) * 1000
         if self.epochs.entries() != self._epochs_persisted:
             self._persist_epochs()
         self._flushed = max(self._flushed, min(target, self._end_offset))

@@ -76,11 +76,11 @@ class ClusterModel:
     def describe_partition(self, now_ms: int) -> m.DescribeQuorumPartitionResponse:
         """The leader's DescribeQuorum answer for the metadata partition (KIP-836's fields)."""
         v = self.view(now_ms)
-        def state(r: int) -> m.ReplicaState:
+        def state(r: int) -> m.DescribeQuorumReplica:
             if r == v.leader_id:  # the leader reports itself with `now` for both timestamps
-                return m.ReplicaState(r, v.leader_end, now_ms, now_ms)
+                return m.DescribeQuorumReplica(r, v.leader_end, now_ms, now_ms)
             offset, fetched = v.followers[r]
-            return m.ReplicaState(r, offset, fetched, fetched)  # each fetch reaches the leader's end
+            return m.DescribeQuorumReplica(r, offset, fetched, fetched)  # each fetch reaches the leader's end
         voters = tuple(state(r) for r in self.voter_ids)
         return m.DescribeQuorumPartitionResponse(0, 0, v.leader_id, v.epoch, v.high_watermark, voters, ())
 

@@ -492,6 +492,3 @@ class SyntheticQuorum:
                 yield from out
                 out.clear()
         self.now = max(self.now, end_ms)
-
-    def fault_windows(self) -> list[TimelineEntry]:
-        return [e for e in self.timeline if e.kind in {f.kind for f in self.config.faults}]

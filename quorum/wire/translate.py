@@ -211,7 +211,7 @@ def describe_response_to_wire(r: m.DescribeQuorumResponse, nodes: list[tuple[int
     RS = P.ReplicaState
     dirs = directory_ids or {}
 
-    def rs(x: m.ReplicaState) -> Any:
+    def rs(x: m.DescribeQuorumReplica) -> Any:
         return RS(replica_id=x.replica_id, replica_directory_id=dirs.get(x.replica_id),
                   log_end_offset=x.log_end_offset, last_fetch_timestamp=x.last_fetch_timestamp,
                   last_caught_up_timestamp=x.last_caught_up_timestamp)
@@ -227,8 +227,8 @@ def describe_response_to_wire(r: m.DescribeQuorumResponse, nodes: list[tuple[int
 
 
 def describe_response_from_wire(r: Any) -> m.DescribeQuorumResponse:
-    def rs(x: Any) -> m.ReplicaState:
-        return m.ReplicaState(x.replica_id, x.log_end_offset, x.last_fetch_timestamp, x.last_caught_up_timestamp)
+    def rs(x: Any) -> m.DescribeQuorumReplica:
+        return m.DescribeQuorumReplica(x.replica_id, x.log_end_offset, x.last_fetch_timestamp, x.last_caught_up_timestamp)
     return m.DescribeQuorumResponse(r.error_code, tuple(
         m.DescribeQuorumTopicResponse(t.topic_name, tuple(
             m.DescribeQuorumPartitionResponse(p.partition_index, p.error_code, p.leader_id, p.leader_epoch,

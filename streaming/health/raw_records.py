@@ -47,7 +47,7 @@ def _record_type(raw: bytes) -> str:
 
 
 def _field(e: events.ContractError) -> str:
-    """The offending field, nested ReplicaState fields named `voters[].replica_id`."""
+    """The offending field, nested SnapshotReplica fields named `voters[].replica_id`."""
     if "." in e.record_type:
         prefix = e.record_type.split(".", 1)[1]
         return prefix if e.field == "record" else f"{prefix}.{e.field}"

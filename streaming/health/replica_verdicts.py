@@ -152,7 +152,7 @@ UNREACHABLE_CAUSES = (
     Rule("gone", S.DOWN, lambda e, cfg: e.gone,
          lambda e, cfg: f"nothing from node {e.rid} for {e.own_age} ms and nothing listens there"),
     REJECTED,
-    Rule("watched from outside", S.UNDECIDED, lambda e, cfg: e.via == "poll" and e.own_age is None,
+    Rule("watched from outside", S.UNKNOWN_CAUSE, lambda e, cfg: e.via == "poll" and e.own_age is None,
          lambda e, cfg: ("watched through DescribeQuorum only: a partition, a crash and a refused fetch "
                          "look alike from outside")),
     # Slow only while its fetches still come at their slow pace (a silence within twice its
@@ -164,7 +164,7 @@ UNREACHABLE_CAUSES = (
     # Back from a silence (a frozen process resumed): what it reports is what it knew before,
     # and its first fetch is still on its way. A node cut off keeps publishing, and is told
     # apart a fetch timeout later.
-    Rule("back from a silence", S.UNDECIDED, lambda e, cfg: e.speaks and e.back_for < cfg.unreachable_after_ms,
+    Rule("back from a silence", S.UNKNOWN_CAUSE, lambda e, cfg: e.speaks and e.back_for < cfg.unreachable_after_ms,
          lambda e, cfg: (f"node {e.rid} is back {e.back_for} ms after {e.silent_ms} ms without a record, "
                          f"and has not fetched from leader {e.leader} yet")),
     _partitioned("campaigning", lambda e: e.report.state in CAMPAIGNING,
@@ -182,10 +182,10 @@ UNREACHABLE_CAUSES = (
                             f"leader {e.leader} again, its fetches not arriving for {e.fetch_silence} ms")),
     # Still following: its own fetch timeout has not run out. A one-way partition or a stall:
     # not yet told apart.
-    Rule("still following", S.UNDECIDED, lambda e, cfg: e.speaks,
+    Rule("still following", S.UNKNOWN_CAUSE, lambda e, cfg: e.speaks,
          lambda e, cfg: (f"node {e.rid} is alive and follows leader {e.leader}, but no fetch of it "
                          f"arrived for {e.fetch_silence} ms")),
-    Rule("publishes nothing", S.UNDECIDED, lambda e, cfg: e.own_age is None,
+    Rule("publishes nothing", S.UNKNOWN_CAUSE, lambda e, cfg: e.own_age is None,
          lambda e, cfg: f"node {e.rid} publishes no records of its own: a partition and a crash look alike"),
     Rule("records stopped", S.DOWN, lambda e, cfg: True,
          lambda e, cfg: f"nothing from node {e.rid} for {e.own_age} ms: its records stopped with its fetches"),
@@ -194,7 +194,7 @@ CAUSE_RULES = {
     S.UNKNOWN: (
         Rule("records stopped", S.DOWN, lambda e, cfg: e.own_age is not None and not e.alive,
              lambda e, cfg: f"nothing from node {e.rid} for {e.own_age} ms"),
-        Rule("no evidence", S.UNDECIDED, lambda e, cfg: True,
+        Rule("no evidence", S.UNKNOWN_CAUSE, lambda e, cfg: True,
              lambda e, cfg: "no live leader's view to judge its fetches by" if e.via is None else "no evidence yet"),
     ),
     S.LAGGING: BEHIND_CAUSES,

@@ -91,7 +91,7 @@ class LagSample(NamedTuple):
 
 @dataclass(slots=True)
 class ReplicaState:
-    """One replica. Fetch and caught-up times are the current leader's clock stamps (LeaderView)."""
+    """One replica's health state, kept per quorum. Fetch and caught-up times are the current leader's clock stamps (LeaderView)."""
     role: str
     dir: str | None = None
     leo: int = -1

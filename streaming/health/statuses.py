@@ -43,5 +43,7 @@ DOWN = "down"                    # nothing from the node at all, or its records 
 REJECTED = "rejected"            # its fetches reach the leader and are refused (the error is named)
 SLOW = "slow"                    # fetches arrive, but seconds apart
 BEHIND = "behind"                # fetching often, never reaching the leader's log end
-UNDECIDED = "unknown"            # the evidence does not decide
-CAUSES = (PARTITIONED, DOWN, REJECTED, SLOW, BEHIND, UNDECIDED)
+# The cause column says "unknown" too when the evidence does not decide: the same word as the
+# UNKNOWN status, a different column.
+UNKNOWN_CAUSE = "unknown"        # the evidence does not decide
+CAUSES = (PARTITIONED, DOWN, REJECTED, SLOW, BEHIND, UNKNOWN_CAUSE)

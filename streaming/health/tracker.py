@@ -1,8 +1,9 @@
 """The health state machine of one quorum: pure Python, no Spark, no I/O.
 
 `QuorumTracker` wraps a quorum's state (`QuorumState`, state.py), which the Spark processor keeps
-per quorum: `apply(record)` folds one event in, `evaluate(proc_ms, silent)` re-derives every status and
-returns output rows (see `schema.py`). The processor calls `evaluate` on input and on every
+per quorum: `apply_all(records)` folds a batch of events in (evaluating at every tick of the
+quorum's clock on the way), `evaluate(proc_ms, silent)` re-derives every status and returns
+output rows (see `schema.py`). The processor calls `evaluate` on input and on every
 processing-time timer tick, so a replica that stops sending loses its good status without
 sending anything.
 
@@ -107,11 +108,6 @@ class QuorumTracker:
             if last_eval >= 0 and now - last_eval >= self.cfg.tick_ms:
                 tick = last_eval + self.cfg.tick_ms * ((now - last_eval) // self.cfg.tick_ms)
                 self._evaluate(tick, self.s.last_input_proc_ms, silent=False, emit_snapshot=False)
-            self._fold(rec, *observed)
-
-    def apply(self, rec: dict[str, Any]) -> None:
-        observed = self._observe(rec)
-        if observed is not None:
             self._fold(rec, *observed)
 
     def _observe(self, rec: dict[str, Any]) -> tuple[int | None, int] | None:

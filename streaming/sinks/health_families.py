@@ -1,5 +1,5 @@
 """The health families: a series per quorum and per replica of the health snapshot, their names
-and help (the agreed contract: notes/metrics-contract.md, docs/metrics.md). Built fresh from the
+and help (the agreed contract: docs/metrics.md). Built fresh from the
 views given, so a replica or quorum gone from the snapshot is gone from the output. Unknown
 values (a replica that never fetched has no lag time) are NaN. Read by the library's collector
 (prometheus_metrics) and by the kept text a scrape serves (exposition_cache)."""

@@ -61,9 +61,7 @@ class KafkaEventsSink:
         # id -> [key, value, in flight]; insertion order is publication order
         self.pending: OrderedDict[int, list] = OrderedDict()
         self.next_id = 0
-        self.delivered_total = 0
         self.dropped_total = 0
-        self.failures_total = 0
         self.healthy = True  # the last batch's events were all delivered
         self._load_spool()
 
@@ -82,9 +80,7 @@ class KafkaEventsSink:
             if err is None:
                 if entry is not None:
                     del self.pending[ident]
-                self.delivered_total += 1
             else:
-                self.failures_total += 1
                 self.failures(err)  # a refused login or a missing ACL, kept for the log
                 if entry is not None:
                     entry[2] = False  # to be produced again at the next batch
@@ -105,7 +101,6 @@ class KafkaEventsSink:
             except BufferError:  # the producer's own queue is full: the rest waits for the next batch
                 break
             except Exception as e:  # a producer that cannot take records must not stop the job
-                self.failures_total += 1
                 log.warning("health events topic %r: %s", self.cfg.topic, e)
                 break
         # Wait for deliveries while the topic answers; while it does not, do not hold up the job.

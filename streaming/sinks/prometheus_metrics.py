@@ -1,7 +1,7 @@
 """The Prometheus metric families, rendered from the health snapshot (health_families) and the
 monitor.
 
-Names are the agreed contract (notes/metrics-contract.md, docs/metrics.md). Families are built
+Names are the agreed contract (docs/metrics.md). Families are built
 fresh at every collection from the current snapshot, never kept as client-library children, so
 a replica or quorum that is gone from the snapshot is gone from the output: no stale series.
 """

@@ -18,11 +18,11 @@ METRICS = events.Metrics("c1", "__cluster_metadata", 0, 1_700_000_000_000, 1, "l
 STATE_CHANGE = events.StateChange("c1", "__cluster_metadata", 0, 1_700_000_000_000, 2, "follower", "candidate", 8,
                                   -1, "fetch timeout")
 SNAPSHOT = events.QuorumSnapshot("c1", "__cluster_metadata", 0, 1_700_000_000_000, 1, 7, 118,
-                                 (events.ReplicaState(1, 125, 1_700_000_000_000, 1_700_000_000_000),
-                                  events.ReplicaState(2, 120, 1_699_999_999_990, 1_699_999_999_500)),
-                                 (events.ReplicaState(4, -1, -1, -1),), "broker-1:9093")
+                                 (events.SnapshotReplica(1, 125, 1_700_000_000_000, 1_700_000_000_000),
+                                  events.SnapshotReplica(2, 120, 1_699_999_999_990, 1_699_999_999_500)),
+                                 (events.SnapshotReplica(4, -1, -1, -1),), "broker-1:9093")
 SNAPSHOT_V2 = events.QuorumSnapshot("c1", "__cluster_metadata", 0, 1_700_000_000_000, 1, 7, 118,
-                                    (events.ReplicaState(1, 125, 1_700_000_000_000, 1_700_000_000_000,
+                                    (events.SnapshotReplica(1, 125, 1_700_000_000_000, 1_700_000_000_000,
                                                          "SuG--fJgSXqfHAu0xLN_vg"),), (), "broker-1:9093",
                                     poll_interval_ms=1000, latency_ms=12, answered_by=2)
 POLL_ERROR = events.QuorumPollError("c1", "__cluster_metadata", 0, 1_700_000_000_000, "broker-1:9093", 1000, 4,
@@ -223,7 +223,7 @@ def test_spark_schema_is_derived_from_the_dataclasses():
     envelope = envelope_spark_schema()
     for cls in events.RECORD_TYPES.values():
         assert set(spark_schema(cls).fieldNames()) <= set(envelope.fieldNames())
-    assert envelope["voters"].dataType.elementType == spark_schema(events.ReplicaState)
+    assert envelope["voters"].dataType.elementType == spark_schema(events.SnapshotReplica)
 
 
 def test_spark_parses_encoded_records_into_the_envelope(spark):
@@ -243,7 +243,7 @@ def test_spark_parses_encoded_records_into_the_envelope(spark):
 def test_the_contract_document_lists_every_field_and_reject_code():
     from pathlib import Path
     doc = (Path(__file__).resolve().parents[2] / "docs" / "events.md").read_text()
-    for cls in list(events.RECORD_TYPES.values()) + [events.ReplicaState]:
+    for cls in list(events.RECORD_TYPES.values()) + [events.SnapshotReplica]:
         for fs in events.field_specs(cls):
             assert f"| `{fs.name}` |" in doc, f"docs/events.md misses {fs.name}"
     for code in ContractError.CODES:

@@ -173,7 +173,7 @@ def without_blind_spells(watch, mark: int, replica_id: int, election: bool = Fal
 def test_a_frozen_follower_is_unreachable_and_healthy_once_resumed_without_flapping(watch, kafka_cluster):
     follower = kafka_cluster.followers()[0]
     fault_a_follower(watch, follower, lambda: kafka_cluster.freeze(follower), lambda: kafka_cluster.resume(follower),
-                     ("frozen", "continued"), S.UNDECIDED,  # DescribeQuorum alone cannot tell why
+                     ("frozen", "continued"), S.UNKNOWN_CAUSE,  # DescribeQuorum alone cannot tell why
                      blind_spells=kafka_cluster.kafka_line() < (4, 0))
 
 
@@ -449,7 +449,7 @@ def polled_node_faulted(watch, cluster, fault, undo, what: str) -> None:
         statuses = {r["status"] for r in watch.replica_rows(mark, other)}
         assert S.UNREACHABLE not in statuses, (other, statuses)
     wrong = [(r["wall_ms"], r["cause"], r.get("reason")) for r in watch.replica_rows(mark, node)
-             if r["status"] == S.UNREACHABLE and r["cause"] not in (S.DOWN, S.UNDECIDED)]
+             if r["status"] == S.UNREACHABLE and r["cause"] not in (S.DOWN, S.UNKNOWN_CAUSE)]
     assert not wrong, (f"{what} {role} {node} (t0 {int(t0 * 1000)})", wrong[:4])
 
 

@@ -33,7 +33,7 @@ V2_RESULT = {"error_code": 0, "topics": [{"topic_name": "__cluster_metadata", "p
 def test_snapshot_record_from_a_v2_answer_carries_directory_ids_and_the_poll():
     snap = collector.snapshot(V2_RESULT, "c1", "host:1", 1000, poll_interval_ms=500, latency_ms=7, answered_by=3)
     assert events.validate(snap) == snap
-    assert snap.voters[0] == events.ReplicaState(2, 11, 5, 5, "SuG--fJgSXqfHAu0xLN_vg")
+    assert snap.voters[0] == events.SnapshotReplica(2, 11, 5, 5, "SuG--fJgSXqfHAu0xLN_vg")
     assert snap.observers[0].directory_id == events.UNKNOWN_DIRECTORY_ID
     assert (snap.poll_interval_ms, snap.latency_ms, snap.answered_by) == (500, 7, 3)
 

@@ -38,8 +38,8 @@ def test_voter_and_observer_state_after_fetches():
     ctx.fetch_from(5, 0, 0)
     ctx.deliver(99, describe_request())
     part = only_partition(ctx.out.messages[0].body)
-    assert part.current_voters[1] == m.ReplicaState(1, leo, ctx.now, ctx.now)
-    assert part.observers == (m.ReplicaState(5, 0, ctx.now, -1),)
+    assert part.current_voters[1] == m.DescribeQuorumReplica(1, leo, ctx.now, ctx.now)
+    assert part.observers == (m.DescribeQuorumReplica(5, 0, ctx.now, -1),)
 
 
 def test_observers_are_forgotten_after_300_seconds_without_a_fetch():

@@ -25,7 +25,7 @@ CASES = [
      (S.CAUGHT_UP, NOW, -1), []),
     ("same status, same cause", held(S.LAGGING, cause=S.BEHIND, pending_since=NOW - 100), S.LAGGING, S.BEHIND,
      HOLD_MS, (S.LAGGING, NOW - 10_000, -1), []),
-    ("same status, new cause", held(S.UNREACHABLE, cause=S.UNDECIDED), S.UNREACHABLE, S.PARTITIONED, HOLD_MS,
+    ("same status, new cause", held(S.UNREACHABLE, cause=S.UNKNOWN_CAUSE), S.UNREACHABLE, S.PARTITIONED, HOLD_MS,
      (S.UNREACHABLE, NOW - 10_000, -1), [("cause", S.UNREACHABLE)]),
     ("worse at once", held(S.CAUGHT_UP), S.STALLED, S.BEHIND, HOLD_MS, (S.STALLED, NOW, -1),
      [("transition", S.STALLED)]),
@@ -37,7 +37,7 @@ CASES = [
     ("better after a silent one", held(S.UNREACHABLE, silent=True), S.CAUGHT_UP, None, HOLD_MS,
      (S.CAUGHT_UP, NOW, -1), [("transition", S.CAUGHT_UP)]),
     ("no hold", held(S.LAGGING), S.CAUGHT_UP, None, 0, (S.CAUGHT_UP, NOW, -1), [("transition", S.CAUGHT_UP)]),
-    ("to unknown at once", held(S.LAGGING), S.UNKNOWN, S.UNDECIDED, HOLD_MS, (S.UNKNOWN, NOW, -1),
+    ("to unknown at once", held(S.LAGGING), S.UNKNOWN, S.UNKNOWN_CAUSE, HOLD_MS, (S.UNKNOWN, NOW, -1),
      [("transition", S.UNKNOWN)]),
 ]
 

@@ -44,17 +44,17 @@ STATUS_CASES = [
      "listens there"),
     ("handover", facts(handover=True, held=HELD), HELD.status, HELD.cause, HELD.reason),
     ("leader", facts(rid=1), S.CAUGHT_UP, None, "leader"),
-    ("no live leader", facts(leader_alive=False), S.UNKNOWN, S.UNDECIDED,
+    ("no live leader", facts(leader_alive=False), S.UNKNOWN, S.UNKNOWN_CAUSE,
      "no live leader to judge against; unknown: no evidence yet"),
-    ("no view", facts(via=None, view_age=None), S.UNKNOWN, S.UNDECIDED,
+    ("no view", facts(via=None, view_age=None), S.UNKNOWN, S.UNKNOWN_CAUSE,
      "the leader's view of its replicas has not arrived for None ms; unknown: no live leader's view to judge "
      "its fetches by"),
-    ("polled too slowly", facts(via="poll", poll_interval=1500), S.UNKNOWN, S.UNDECIDED,
+    ("polled too slowly", facts(via="poll", poll_interval=1500), S.UNKNOWN, S.UNKNOWN_CAUSE,
      "polled every 1500 ms: too slow to vouch for it within 2000 ms (poll every 1000 ms or less); unknown: "
      "no evidence yet"),
     ("no fetch", unreachable(report=None), S.UNREACHABLE, S.DOWN,
      "no valid fetch for 5000 ms; down: nothing from node 2 for 100 ms: its records stopped with its fetches"),
-    ("never fetched", facts(fetched=False), S.UNKNOWN, S.UNDECIDED,
+    ("never fetched", facts(fetched=False), S.UNKNOWN, S.UNKNOWN_CAUSE,
      "no valid fetch seen yet; unknown: no evidence yet"),
     ("caught up", FOLLOWER, S.CAUGHT_UP, None, "caught up"),
     ("stalled", facts(caught_up_age=None, behind_for=12_000), S.STALLED, S.BEHIND,
@@ -65,7 +65,7 @@ STATUS_CASES = [
 CAUSE_CASES = [
     # not judged: no live leader or no view
     (S.UNKNOWN, "records stopped", facts(leader_alive=False, own_age=5000), S.DOWN, "nothing from node 2 for 5000 ms"),
-    (S.UNKNOWN, "no evidence", facts(leader_alive=False), S.UNDECIDED, "no evidence yet"),
+    (S.UNKNOWN, "no evidence", facts(leader_alive=False), S.UNKNOWN_CAUSE, "no evidence yet"),
     # fetching, not caught up
     (S.LAGGING, "rejected", lagging(rejected=Refusal("fenced", 99_500, 3), rejected_age=500), S.REJECTED,
      "the leader refuses its fetches: fenced (3 in a row, the last 500 ms ago)"),
@@ -77,11 +77,11 @@ CAUSE_CASES = [
     (S.UNREACHABLE, "gone", unreachable(gone=True), S.DOWN, None),  # the `gone` status rule comes first
     (S.UNREACHABLE, "rejected", unreachable(rejected=Refusal("unknown_leader_epoch", 99_000, 9), rejected_age=1000),
      S.REJECTED, "the leader refuses its fetches: unknown_leader_epoch (9 in a row, the last 1000 ms ago)"),
-    (S.UNREACHABLE, "watched from outside", unreachable(via="poll", own_age=None), S.UNDECIDED,
+    (S.UNREACHABLE, "watched from outside", unreachable(via="poll", own_age=None), S.UNKNOWN_CAUSE,
      "watched through DescribeQuorum only: a partition, a crash and a refused fetch look alike from outside"),
     (S.UNREACHABLE, "slow, silent a while", unreachable(gap_ms=1200, peak_ms=3000), S.SLOW,
      "valid fetches 1200 ms apart on average, 3000 ms at the longest lately, the last 5000 ms ago"),
-    (S.UNREACHABLE, "back from a silence", unreachable(back_for=500, silent_ms=8000), S.UNDECIDED,
+    (S.UNREACHABLE, "back from a silence", unreachable(back_for=500, silent_ms=8000), S.UNKNOWN_CAUSE,
      "node 2 is back 500 ms after 8000 ms without a record, and has not fetched from leader 1 yet"),
     (S.UNREACHABLE, "campaigning", unreachable(report=report("candidate", -1, 7), campaigns=2), S.PARTITIONED,
      "node 2 is alive (its own record 100 ms ago) and campaigning in epoch 7 (2 election attempts)"),
@@ -94,9 +94,9 @@ CAUSE_CASES = [
     (S.UNREACHABLE, "between election attempts", unreachable(campaigns=3), S.PARTITIONED,
      "node 2 is alive (its own record 100 ms ago) and between election attempts (3 since its last valid fetch) "
      "follows leader 1 again, its fetches not arriving for 5000 ms"),
-    (S.UNREACHABLE, "still following", unreachable(), S.UNDECIDED,
+    (S.UNREACHABLE, "still following", unreachable(), S.UNKNOWN_CAUSE,
      "node 2 is alive and follows leader 1, but no fetch of it arrived for 5000 ms"),
-    (S.UNREACHABLE, "publishes nothing", unreachable(own_age=None, report=None), S.UNDECIDED,
+    (S.UNREACHABLE, "publishes nothing", unreachable(own_age=None, report=None), S.UNKNOWN_CAUSE,
      "node 2 publishes no records of its own: a partition and a crash look alike"),
     (S.UNREACHABLE, "records stopped", unreachable(own_age=9000), S.DOWN,
      "nothing from node 2 for 9000 ms: its records stopped with its fetches"),

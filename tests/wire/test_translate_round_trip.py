@@ -82,12 +82,12 @@ def test_describe_quorum_round_trip(version):
     req = m.DescribeQuorumRequest((m.DescribeQuorumTopicRequest(TOPIC, (m.DescribeQuorumPartitionRequest(0),)),))
     wreq, back = through_bytes_request(req, version)
     assert back == req
-    voters = (m.ReplicaState(1, 40, 1000, 1000), m.ReplicaState(2, 38, 990, 980))
+    voters = (m.DescribeQuorumReplica(1, 40, 1000, 1000), m.DescribeQuorumReplica(2, 38, 990, 980))
     resp = m.DescribeQuorumResponse(0, (m.DescribeQuorumTopicResponse(TOPIC, (
-        m.DescribeQuorumPartitionResponse(0, 0, 1, 5, 38, voters, (m.ReplicaState(9, 30, 900, 800),)),)),))
+        m.DescribeQuorumPartitionResponse(0, 0, 1, 5, 38, voters, (m.DescribeQuorumReplica(9, 30, 900, 800),)),)),))
     got = through_bytes_response(wreq, resp)
     if version == 0:  # v0 has no timestamps: they read back as the schema default, -1
-        voters = tuple(m.ReplicaState(v.replica_id, v.log_end_offset, -1, -1) for v in voters)
+        voters = tuple(m.DescribeQuorumReplica(v.replica_id, v.log_end_offset, -1, -1) for v in voters)
         assert got.topics[0].partitions[0].current_voters == voters
     else:
         assert got == resp

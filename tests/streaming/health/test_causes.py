@@ -111,7 +111,7 @@ def test_a_voter_fetching_seconds_apart_is_slow():
         mon.feed(batch)
     causes = [r["cause"] for r in mon.rows if r["kind"] == "replica" and r["replica_id"] == 3 and r["cause"]]
     # before its first slow fetch arrives it is not yet told apart from a stall; never a crash
-    assert causes[-1] == S.SLOW and set(causes) <= {S.SLOW, S.UNDECIDED}
+    assert causes[-1] == S.SLOW and set(causes) <= {S.SLOW, S.UNKNOWN_CAUSE}
     assert "ms apart on average" in mon.replica(3)["reason"]
 
 
@@ -170,7 +170,7 @@ def test_without_a_live_leader_the_cause_is_unknown_not_a_guess():
     script.leader_talks, script.noops = False, False
     mon.run(script, 4000)
     assert mon.quorum()["status"] == S.LEADERLESS
-    assert {cause_of(mon, r)[1] for r in (2, 3)} == {S.UNDECIDED}
+    assert {cause_of(mon, r)[1] for r in (2, 3)} == {S.UNKNOWN_CAUSE}
 
 
 def test_from_outside_a_partition_a_crash_and_a_refusal_look_alike():
@@ -183,7 +183,7 @@ def test_from_outside_a_partition_a_crash_and_a_refusal_look_alike():
         script.run(1000)
         mon.feed([script.snapshot()])
     status, cause, reason = cause_of(mon, 3)
-    assert (status, cause) == (S.UNREACHABLE, S.UNDECIDED) and "DescribeQuorum" in reason
+    assert (status, cause) == (S.UNREACHABLE, S.UNKNOWN_CAUSE) and "DescribeQuorum" in reason
 
 
 def test_a_leader_cut_off_from_everyone_is_a_partition_of_the_leader_then_the_new_side_is_healthy():
@@ -238,7 +238,7 @@ def test_a_frozen_leader_resumed_is_not_a_partition_until_it_had_a_fetch_timeout
     batch = script.run(100)
     mon.feed(batch + [script.metrics(1, state="leader", leader=1, epoch=5)])
     mon.run(script, 400)
-    assert cause_of(mon, 1)[:2] == (S.UNREACHABLE, S.UNDECIDED) and "is back" in cause_of(mon, 1)[2]
+    assert cause_of(mon, 1)[:2] == (S.UNREACHABLE, S.UNKNOWN_CAUSE) and "is back" in cause_of(mon, 1)[2]
     if then == "fetches":
         script.mode[1] = "follow"
         mon.run(script, 10_000)

@@ -244,10 +244,10 @@ def test_a_lost_fetch_record_does_not_lose_the_caught_up_time_the_leader_publish
 def test_quorum_snapshot_records_are_taken_as_the_leader_reports_them():
     from quorum import events as E
     mon = Monitor()
-    rs = [E.ReplicaState(1, 500, T0, T0), E.ReplicaState(2, 500, T0 - 100, T0 - 100),
-          E.ReplicaState(3, 420, T0 - 100, T0 - 30_000)]
+    rs = [E.SnapshotReplica(1, 500, T0, T0), E.SnapshotReplica(2, 500, T0 - 100, T0 - 100),
+          E.SnapshotReplica(3, 420, T0 - 100, T0 - 30_000)]
     snap = E.QuorumSnapshot("c1", "__cluster_metadata", 0, T0, 1, 7, 500, tuple(rs),
-                            (E.ReplicaState(9, 10, T0 - 400_000, T0 - 400_000),), "broker:9092")
+                            (E.SnapshotReplica(9, 10, T0 - 400_000, T0 - 400_000),), "broker:9092")
     mon.feed([E.to_dict(snap)])
     assert mon.replica(3)["status"] == S.STALLED and mon.replica(3)["lag_records"] == 80
     assert mon.replica(2)["status"] == S.CAUGHT_UP

@@ -25,11 +25,11 @@ METRICS = events.Metrics("c1", "__cluster_metadata", 0, NOW_MS - 5, 2, "follower
                          11, 40, (1, 2, 3), 0)
 STATE_CHANGE = events.StateChange("c1", "__cluster_metadata", 0, NOW_MS, 3, "candidate", "leader", 4, 3, "won election")
 SNAPSHOT = events.QuorumSnapshot("c1", "__cluster_metadata", 0, NOW_MS, 1, 3, 11,
-                                 (events.ReplicaState(1, 12, NOW_MS, NOW_MS), events.ReplicaState(2, 10, NOW_MS, -1)),
+                                 (events.SnapshotReplica(1, 12, NOW_MS, NOW_MS), events.SnapshotReplica(2, 10, NOW_MS, -1)),
                                  (), "localhost:9093")
 SNAPSHOT_V2 = events.QuorumSnapshot("c1", "__cluster_metadata", 0, NOW_MS, 1, 3, 11,
-                                    (events.ReplicaState(1, 12, NOW_MS, NOW_MS, "SuG--fJgSXqfHAu0xLN_vg"),),
-                                    (events.ReplicaState(4, 12, NOW_MS, NOW_MS, "AAAAAAAAAAAAAAAAAAAABw"),),
+                                    (events.SnapshotReplica(1, 12, NOW_MS, NOW_MS, "SuG--fJgSXqfHAu0xLN_vg"),),
+                                    (events.SnapshotReplica(4, 12, NOW_MS, NOW_MS, "AAAAAAAAAAAAAAAAAAAABw"),),
                                     "localhost:9093", poll_interval_ms=1000, latency_ms=3, answered_by=2)
 POLL_ERROR = events.QuorumPollError("c1", "__cluster_metadata", 0, NOW_MS, "localhost:9093", 1000, 1000, -1,
                                     "timeout", -1, -1, -1)
@@ -93,7 +93,7 @@ def mutations(record) -> list[bytes]:
             good = dict(base[fs.name][0]) if base[fs.name] else {"replica_id": 1, "log_end_offset": 1,
                                                                   "last_fetch_timestamp_ms": 1,
                                                                   "last_caught_up_timestamp_ms": 1}
-            for sub in events.field_specs(events.ReplicaState):
+            for sub in events.field_specs(events.SnapshotReplica):
                 missing = {k: v for k, v in good.items() if k != sub.name}
                 variant(**{fs.name: [good, missing]})
                 variant(**{fs.name: [good, {**good, sub.name: -9}]})
