@@ -226,6 +226,7 @@ def test_spark_schema_is_derived_from_the_dataclasses():
     assert envelope["voters"].dataType.elementType == spark_schema(events.SnapshotReplica)
 
 
+@pytest.mark.spark
 def test_spark_parses_encoded_records_into_the_envelope(spark):
     from pyspark.sql import functions as F
     rows = [(events.encode(r).decode(),) for r in ALL]
