@@ -33,6 +33,7 @@ none; deaths in a row wait 1 s, doubling to at most 30 s (a death after 2 minute
 first one again). It prints why, and counts each in `quorum_monitor_job_restarts_total` on the
 Pushgateway (group job="quorum_monitor_supervisor").
   deploy/run-local --synthetic 2       also publish 2 synthetic quorums with scripted faults
+  deploy/run-local --fleet 500         also watch 500 simulated Kafka clusters through one fleet collector
 
 Logs go to RUN_DIR/logs/, one file per process; RUN_DIR/stack.json says what runs and where, so
 `down`, `status` and `chaos` find it, and nothing is left behind.

@@ -18,6 +18,8 @@ import threading
 import time
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "deploy"))
@@ -41,6 +43,7 @@ from quorum.local_kafka.loopback_ports import free_port  # noqa: E402
 START_TIMEOUT_S = 60
 JOB_START_TIMEOUT_S = 240  # the first micro-batch includes starting the JVM and the Python workers
 QUORUM = [sys.executable, "-m", "quorum.cli"]
+FLEET_NAME = "simulated-fleet"
 RUN_DIR = ROOT / "run" / "local"
 
 
@@ -78,8 +81,8 @@ class Stack:
     def log(self, name: str) -> Path:
         return self.table.log(name)
 
-    def spawn(self, name: str, argv: list[str], log_as: str | None = None) -> subprocess.Popen:
-        return self.table.spawn(name, argv, log_as)
+    def spawn(self, name: str, argv: list[str], log_as: str | None = None, stdin_open: bool = False) -> subprocess.Popen:
+        return self.table.spawn(name, argv, log_as, stdin_open)
 
     def client_properties(self, principal: str) -> str | None:
         """The properties file of a part's principal (--secure), or None."""
@@ -309,18 +312,46 @@ def _start_pipeline(stack: Stack, addresses: dict[str, str]) -> None:
         stack.spawn("synthetic-quorum", QUORUM + ["synth", "--bootstrap-server", stack.broker.bootstrap,
                                                   "--topic", svc.EVENTS_TOPIC, "--clusters", str(args.synthetic),
                                                   "--demo-faults", *stack.command_config("node")])
-    else:
-        say("[4/6] no synthetic quorums (--synthetic N adds some)")
+    elif not args.fleet:
+        say("[4/6] no synthetic quorums (--synthetic N adds some, --fleet N a fleet of Kafka clusters)")
+    if args.fleet:
+        _start_fleet(stack)
 
     say(f"[5/6] streaming job on local[*] (log {stack.log('streaming-job')}; the first batch takes a while)")
     job_config = write_job_config(run_dir, stack.broker.bootstrap, svc.EVENTS_TOPIC, svc.HEALTH_TOPIC,
-                                  addresses["pushgateway"], stack.client_properties("job"))
+                                  addresses["pushgateway"], stack.client_properties("job"), fleet=bool(args.fleet))
     stack.spawn(JOB_NAME, [sys.executable, "-m", "streaming.cli", "run", "--config", str(job_config)])
     svc.await_condition("the streaming job's first push of the quorum's health",
                         lambda: svc.pushed_clusters(addresses["pushgateway"]) & {svc.CLUSTER_ID},
                         JOB_START_TIMEOUT_S, 1.0, alive=stack.check_alive)
     stack.supervisor = JobSupervisor(stack, addresses["pushgateway"], say)
     stack.supervisor.push()  # 0 restarts: the series exists from the start
+
+
+def _start_fleet(stack: Stack) -> None:
+    """A simulated fleet of Kafka clusters in one process (their wire protocol and JMX exporters,
+    quorum/synthetic/simulated_fleet.py), watched by one `quorum collect --fleet`."""
+    args, run_dir = stack.args, stack.run_dir
+    say(f"[4/6] a simulated fleet of {args.fleet} Kafka clusters, watched by one fleet collector")
+    stack.spawn(FLEET_NAME, [sys.executable, "-m", "quorum.synthetic.simulated_fleet", "--clusters", str(args.fleet)],
+                stdin_open=True)
+    clusters = svc.await_condition("the simulated fleet's addresses", lambda: fleet_addresses(stack.log(FLEET_NAME)),
+                                   START_TIMEOUT_S, 0.5, alive=stack.check_alive)
+    fleet_file = run_dir / "fleet.yaml"
+    fleet_file.write_text(yaml.safe_dump({"clusters": [
+        {"cluster_id": c["cluster_id"], "bootstrap_server": c["bootstrap"], "node_metrics": c["node_metrics"]}
+        for c in clusters]}, sort_keys=False))
+    stack.spawn("fleet-collector", QUORUM + ["collect", "--fleet", str(fleet_file), "--events-bootstrap-server",
+                                             stack.broker.bootstrap, "--events-topic", svc.EVENTS_TOPIC,
+                                             *stack.command_config("collector", "--events-command-config")])
+
+
+def fleet_addresses(log: Path) -> list[dict] | None:
+    """The clusters the simulated fleet serves, from the JSON line it prints first; None before."""
+    for line in log.read_text(errors="replace").splitlines():
+        if line.startswith("{"):
+            return json.loads(line)["clusters"]
+    return None
 
 
 def _start_alerting(stack: Stack, addresses: dict[str, str], console: AlertConsole) -> None:
@@ -414,6 +445,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--observers", type=int, default=1, help="observers in the quorum (default %(default)s)")
     parser.add_argument("--synthetic", type=int, default=0, metavar="N",
                         help="also run N synthetic quorums with scripted faults (default %(default)s)")
+    parser.add_argument("--fleet", type=int, default=0, metavar="N",
+                        help="also watch a fleet of N simulated Kafka clusters, healthy, through one fleet collector; "
+                             "the job then keeps a steady quorum's row every 10 s (default %(default)s)")
     parser.add_argument("--duration", type=float, default=None, help="stop by itself after this many seconds")
     parser.add_argument("--secure", action="store_true",
                         help="secure the stack's Kafka as production clusters are (SASL_SSL with SCRAM, TLS, "

@@ -34,11 +34,14 @@ class ProcessTable:
     def log(self, name: str) -> Path:
         return self.run_dir / "logs" / f"{name}.log"
 
-    def spawn(self, name: str, argv: list[str], log_as: str | None = None) -> subprocess.Popen:
+    def spawn(self, name: str, argv: list[str], log_as: str | None = None, stdin_open: bool = False) -> subprocess.Popen:
         """Start one process in its own session, so that a stop reaches its children too; its
-        output goes to its own log, or `log_as`'s (a standby writes the job's)."""
+        output goes to its own log, or `log_as`'s (a standby writes the job's). `stdin_open`: its
+        stdin a pipe this process holds, for a process that ends at the end of its input (it then
+        ends with the launcher, however that ends)."""
         with open(self.log(log_as or name), "ab") as out:
-            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.PIPE if stdin_open else subprocess.DEVNULL,
                                     start_new_session=True, cwd=self.cwd)
         self.processes[name] = proc
         self.argv[name] = argv
