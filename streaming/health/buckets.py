@@ -149,15 +149,17 @@ class _BucketLogic(_QuorumHealthLogic):
             self.shown[name] = shown
         return out
 
-    def close_inputs(self, trackers: list[Any], proc_ms: int) -> list[dict[str, Any]]:
-        """Each quorum with input evaluated (`close_input`), with the rows worth emitting
-        (`news`). One quorum row is emitted whatever it shows, the one shown the longest ago: the
-        driver learns from it that input came in this batch (snapshot.py judges a silent quorum
-        against the latest such batch), and the bucket's quorums take turns refreshing."""
+    def close_inputs(self, trackers: dict[str, Any], proc_ms: int) -> list[dict[str, Any]]:
+        """Each quorum with input (`trackers`, by name) evaluated (`close_input`), with the rows
+        worth emitting (`news`). With the refresh on, one quorum row is emitted whatever it shows,
+        the one shown the longest ago: the driver learns from it that input came in this batch
+        (snapshot.py judges a silent quorum against the latest such batch), and the bucket's
+        quorums take turns refreshing."""
         out: list[dict[str, Any]] = []
-        names = [quorum_name(_quorum_of(t.s)) for t in trackers]
-        keep = min(names, key=lambda name: self.shown.get(name, (None, -1))[1], default=None)
-        for name, tracker in zip(names, trackers):
+        keep = None
+        if self.cfg.quorum_row_refresh_ms > 0:
+            keep = min(trackers, key=lambda name: self.shown.get(name, (None, -1))[1], default=None)
+        for name, tracker in trackers.items():
             out += self._news(name, self.close_input(tracker, proc_ms), proc_ms, keep=name == keep)
         return out
 
@@ -189,18 +191,19 @@ class BucketedHealthProcessor(QuorumHealthRowProcessor):
         proc_ms = timerValues.getCurrentProcessingTimeInMs()
         logic = self.logic
         logic.open_bucket()
-        trackers: dict[tuple, Any] = {}
+        trackers: dict[str, Any] = {}  # by quorum_name
         rejects: dict[tuple, list[tuple[str, str]]] = {}
         # a bounded chunk at a time, so a backlog is never held whole (see processor.on_input)
         for texts in self._texts(rows):
             for quorum, records in records_by_quorum(texts, logic.wall_clock_ms, self.max_future_ms, rejects).items():
                 # the key of records with no quorum gets no state (only rejects come under it)
                 if not is_dead_letter_key(quorum):
-                    if quorum not in trackers:
-                        trackers[quorum] = logic.open_input(quorum)
-                    trackers[quorum].apply_all(records)
-        out = logic.close_inputs(list(trackers.values()), proc_ms)
-        out += logic.due(proc_ms, {quorum_name(q) for q in trackers})
+                    name = quorum_name(quorum)
+                    if name not in trackers:
+                        trackers[name] = logic.open_input(quorum)
+                    trackers[name].apply_all(records)
+        out = logic.close_inputs(trackers, proc_ms)
+        out += logic.due(proc_ms, set(trackers))
         for quorum, its_rejects in rejects.items():
             out += dead_letter_rows(quorum, its_rejects)
         logic.close_bucket(proc_ms, fired=False)
