@@ -1,16 +1,36 @@
-"""A local-mode session's JVM runs with the job's memory settings (LOCAL_JVM_OPTIONS); a cluster's
-and spark-submit's JVMs, and a job config that names its own, are left alone."""
+"""A local-mode session's JVM runs with the job's memory settings (LOCAL_JVM_OPTIONS, two malloc
+arenas); a cluster's and spark-submit's JVMs, and a job config or an environment that names its
+own, are left alone."""
 from __future__ import annotations
+
+import os
 
 import pytest
 
-from streaming.spark_session import DEFAULT_JAVA_OPTIONS, LOCAL_JVM_OPTIONS, jvm_conf
+from streaming.spark_session import DEFAULT_JAVA_OPTIONS, LOCAL_JVM_OPTIONS, jvm_conf, prepare_environment
 
 
 def test_the_test_sessions_jvm_runs_the_serial_collector(spark):
     beans = spark._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
     names = {bean.getName() for bean in beans}
     assert names == {"Copy", "MarkSweepCompact"}  # HotSpot's serial collector, young and old
+
+
+def test_the_test_sessions_jvm_allocates_from_two_malloc_arenas(spark):
+    assert spark._jvm.java.lang.System.getenv("MALLOC_ARENA_MAX") == "2"
+
+
+@pytest.mark.parametrize("master, expected", [("local[2]", "2"), ("spark://10.0.0.5:7077", None), (None, None)])
+def test_malloc_arenas_are_set_for_local_masters_only(monkeypatch, master, expected):
+    monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
+    prepare_environment(master)
+    assert os.environ.get("MALLOC_ARENA_MAX") == expected
+
+
+def test_an_operators_malloc_arenas_are_kept(monkeypatch):
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
+    prepare_environment("local[2]")
+    assert os.environ["MALLOC_ARENA_MAX"] == "4"
 
 
 @pytest.mark.parametrize("master", ["local", "local[2]", "local[*]"])
