@@ -1,5 +1,5 @@
 """A local-mode session's JVM runs with the job's memory settings (LOCAL_JVM_OPTIONS, two malloc
-arenas); a cluster's and spark-submit's JVMs, and a job config or an environment that names its
+arenas) and binds to loopback (SPARK_LOCAL_IP); a cluster's and spark-submit's JVMs, and a job config or an environment that names its
 own, are left alone."""
 from __future__ import annotations
 
@@ -20,17 +20,19 @@ def test_the_test_sessions_jvm_allocates_from_two_malloc_arenas(spark):
     assert spark._jvm.java.lang.System.getenv("MALLOC_ARENA_MAX") == "2"
 
 
-@pytest.mark.parametrize("master, expected", [("local[2]", "2"), ("spark://10.0.0.5:7077", None), (None, None)])
-def test_malloc_arenas_are_set_for_local_masters_only(monkeypatch, master, expected):
-    monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
+@pytest.mark.parametrize("name, local_value", [("SPARK_LOCAL_IP", "127.0.0.1"), ("MALLOC_ARENA_MAX", "2")])
+@pytest.mark.parametrize("master", ["local[2]", "spark://10.0.0.5:7077", None])
+def test_the_local_environment_is_set_for_local_masters_only(monkeypatch, name, local_value, master):
+    monkeypatch.delenv(name, raising=False)
     prepare_environment(master)
-    assert os.environ.get("MALLOC_ARENA_MAX") == expected
+    assert os.environ.get(name) == (local_value if master == "local[2]" else None)
 
 
-def test_an_operators_malloc_arenas_are_kept(monkeypatch):
-    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
+@pytest.mark.parametrize("name, own", [("SPARK_LOCAL_IP", "10.9.8.7"), ("MALLOC_ARENA_MAX", "4")])
+def test_an_operators_own_environment_is_kept(monkeypatch, name, own):
+    monkeypatch.setenv(name, own)
     prepare_environment("local[2]")
-    assert os.environ["MALLOC_ARENA_MAX"] == "4"
+    assert os.environ[name] == own
 
 
 @pytest.mark.parametrize("master", ["local", "local[2]", "local[*]"])

@@ -1,12 +1,10 @@
 """Driver and executor addresses: loopback in local mode only, never forced on a cluster, and an
-explicit setting in the job config's `spark.conf` always wins."""
+explicit setting in the job config's `spark.conf` always wins (SPARK_LOCAL_IP: test_local_jvm_options.py)."""
 from __future__ import annotations
-
-import os
 
 import pytest
 
-from streaming.spark_session import address_conf, is_local_master, prepare_environment
+from streaming.spark_session import address_conf, is_local_master
 
 LOOPBACK = {"spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1"}
 
@@ -29,20 +27,6 @@ def test_an_explicit_setting_wins_in_local_mode():
     assert address_conf("local[2]", {"spark.driver.host": "10.1.2.3"}) == {"spark.driver.bindAddress": "127.0.0.1"}
     both = {"spark.driver.host": "10.1.2.3", "spark.driver.bindAddress": "0.0.0.0"}
     assert address_conf("local[*]", both) == {}
-
-
-@pytest.mark.parametrize("master, expected", [("local[2]", "127.0.0.1"), ("spark://10.0.0.5:7077", None),
-                                              (None, None)])
-def test_spark_local_ip_is_set_for_local_masters_only(monkeypatch, master, expected):
-    monkeypatch.delenv("SPARK_LOCAL_IP", raising=False)
-    prepare_environment(master)
-    assert os.environ.get("SPARK_LOCAL_IP") == expected
-
-
-def test_an_operators_spark_local_ip_is_kept(monkeypatch):
-    monkeypatch.setenv("SPARK_LOCAL_IP", "10.9.8.7")
-    prepare_environment("local[2]")
-    assert os.environ["SPARK_LOCAL_IP"] == "10.9.8.7"
 
 
 def test_a_spark_below_the_floor_is_refused_naming_both_versions():
